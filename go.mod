@@ -1,0 +1,3 @@
+module raftset
+
+go 1.26.8
