@@ -1,0 +1,264 @@
+package command
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Version is the log-entry format version this binary writes.
+const Version = 1
+
+// EntryType is the second byte of a log entry.
+type EntryType byte
+
+const (
+	// TypeBatch carries client writes (and leader-proposed expiry deletes).
+	TypeBatch EntryType = 1
+	// IgnoreIfUnknown marks a type that an older binary may skip.
+	IgnoreIfUnknown EntryType = 0x80
+)
+
+// OpKind says what one element of a batch is.
+type OpKind byte
+
+const (
+	// OpCommand is one command: Args, name first.
+	OpCommand OpKind = 0
+	// OpTx is a MULTI/EXEC transaction: Tx.
+	OpTx OpKind = 1
+	// OpError is a reply decided before proposing (a syntax error inside a
+	// transaction): Err, replayed verbatim.
+	OpError OpKind = 2
+)
+
+// Op is one element of a batch.
+type Op struct {
+	Kind OpKind
+	Args [][]byte
+	Tx   *Tx
+	Err  []byte
+}
+
+// Tx is a transaction: its watched keys, and its commands, applied as one.
+type Tx struct {
+	Watches []Watch
+	Ops     []Op // OpCommand or OpError only
+}
+
+// Watch is a key watched by WATCH and what the state machine said about it
+// then; EXEC aborts unless the key's stamp is unchanged.
+type Watch struct {
+	Key    []byte
+	Exists bool
+	Stamp  uint64
+}
+
+// Entry is a decoded log entry.
+type Entry struct {
+	Type  EntryType
+	NowMs int64 // the proposing leader's clock, Unix ms
+	Ops   []Op
+}
+
+// ErrDecode is wrapped by every decoding error.
+var ErrDecode = errors.New("command: malformed log entry")
+
+// Cmd returns an OpCommand op for the arguments.
+func Cmd(args ...[]byte) Op { return Op{Kind: OpCommand, Args: args} }
+
+// Encode appends the entry's encoding to dst.
+func (e *Entry) Encode(dst []byte) []byte {
+	dst = append(dst, Version, byte(e.Type))
+	dst = binary.AppendUvarint(dst, uint64(e.NowMs))
+	return appendOps(dst, e.Ops)
+}
+
+func appendOps(dst []byte, ops []Op) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ops)))
+	for i := range ops {
+		op := &ops[i]
+		dst = append(dst, byte(op.Kind))
+		switch op.Kind {
+		case OpCommand:
+			dst = AppendArgs(dst, op.Args)
+		case OpTx:
+			dst = binary.AppendUvarint(dst, uint64(len(op.Tx.Watches)))
+			for _, w := range op.Tx.Watches {
+				dst = appendBytes(dst, w.Key)
+				if w.Exists {
+					dst = append(dst, 1)
+				} else {
+					dst = append(dst, 0)
+				}
+				dst = binary.AppendUvarint(dst, w.Stamp)
+			}
+			dst = appendOps(dst, op.Tx.Ops)
+		case OpError:
+			dst = appendBytes(dst, op.Err)
+		}
+	}
+	return dst
+}
+
+// AppendArgs appends an argument vector as argc followed by each argument.
+func AppendArgs(dst []byte, args [][]byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(args)))
+	for _, a := range args {
+		dst = appendBytes(dst, a)
+	}
+	return dst
+}
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+// Decode parses a log entry. Arguments alias b. An entry of an unknown type
+// with the IgnoreIfUnknown bit decodes to an Entry with no ops.
+func Decode(b []byte) (*Entry, error) {
+	d := decoder{b: b}
+	if len(b) < 2 {
+		return nil, fmt.Errorf("entry of %d bytes: %w", len(b), ErrDecode)
+	}
+	if b[0] != Version {
+		return nil, fmt.Errorf("entry version %d: %w", b[0], ErrDecode)
+	}
+	e := &Entry{Type: EntryType(b[1])}
+	d.off = 2
+	if e.Type != TypeBatch {
+		if e.Type&IgnoreIfUnknown != 0 {
+			return e, nil
+		}
+		return nil, fmt.Errorf("entry type %d: %w", e.Type, ErrDecode)
+	}
+	now := d.uvarint()
+	if now > 1<<62 {
+		d.fail("clock")
+	}
+	e.NowMs = int64(now)
+	e.Ops = d.ops(0)
+	if d.err == nil && d.off != len(b) {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return e, nil
+}
+
+type decoder struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%s at offset %d: %w", what, d.off, ErrDecode)
+	}
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.off:])
+	if n <= 0 {
+		d.fail("varint")
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+// count reads a length that must be backed by at least min bytes per item,
+// so a corrupt count cannot make us allocate more than the entry's size.
+func (d *decoder) count(min int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)-d.off)/uint64(min) {
+		d.fail("count")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)-d.off) {
+		d.fail("length")
+		return nil
+	}
+	s := d.b[d.off : d.off+int(n) : d.off+int(n)]
+	d.off += int(n)
+	return s
+}
+
+func (d *decoder) ops(depth int) []Op {
+	n := d.count(2)
+	if d.err != nil {
+		return nil
+	}
+	ops := make([]Op, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		if d.off >= len(d.b) {
+			d.fail("op kind")
+			break
+		}
+		kind := OpKind(d.b[d.off])
+		d.off++
+		op := Op{Kind: kind}
+		switch kind {
+		case OpCommand:
+			op.Args = d.args()
+		case OpTx:
+			if depth > 0 {
+				d.fail("nested transaction")
+				break
+			}
+			tx := &Tx{}
+			nw := d.count(3)
+			for j := 0; j < nw && d.err == nil; j++ {
+				w := Watch{Key: d.bytes()}
+				if d.err == nil {
+					if d.off >= len(d.b) || d.b[d.off] > 1 {
+						d.fail("watch flag")
+						break
+					}
+					w.Exists = d.b[d.off] == 1
+					d.off++
+				}
+				w.Stamp = d.uvarint()
+				tx.Watches = append(tx.Watches, w)
+			}
+			tx.Ops = d.ops(depth + 1)
+			op.Tx = tx
+		case OpError:
+			op.Err = d.bytes()
+		default:
+			d.fail("op kind")
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+func (d *decoder) args() [][]byte {
+	n := d.count(1)
+	if d.err != nil {
+		return nil
+	}
+	if n == 0 {
+		d.fail("empty command")
+		return nil
+	}
+	args := make([][]byte, n)
+	for i := range args {
+		args[i] = d.bytes()
+	}
+	return args
+}

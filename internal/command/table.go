@@ -1,0 +1,229 @@
+package command
+
+import "strings"
+
+// Flags say how a command is routed and described.
+type Flags uint16
+
+const (
+	// Write commands change the keyspace: they go through the Raft log.
+	Write Flags = 1 << iota
+	// ReadOnly commands read the keyspace: they pass the read barrier.
+	ReadOnly
+	// Admin commands act on the node or cluster (snapshots, configuration).
+	Admin
+	// Conn commands act on the connection and never leave the front end.
+	Conn
+	// NoAuth commands are allowed before AUTH when requirepass is set.
+	NoAuth
+	// Fast commands run in O(1) or O(log N) (reported by COMMAND).
+	Fast
+	// NoMulti commands are refused inside MULTI (answered, not queued).
+	NoMulti
+	// Random commands have a nondeterministic reply (SRANDMEMBER, RANDOMKEY).
+	Random
+	// MovableKeys commands find their keys by parsing (SINTERCARD).
+	MovableKeys
+	// DenyOOM commands may grow memory (reported by COMMAND).
+	DenyOOM
+)
+
+// Spec describes one command. Arity counts the name; negative means at
+// least -Arity. FirstKey, LastKey and Step are Redis's key specification
+// (LastKey -1 = the last argument).
+type Spec struct {
+	Name     string
+	Arity    int
+	Flags    Flags
+	FirstKey int
+	LastKey  int
+	Step     int
+	Group    string // COMMAND DOCS group: set, string, generic, ...
+	Summary  string
+	Since    string
+	Subs     []*Spec // subcommands: Name is "parent|sub"
+}
+
+// Has reports whether the spec has all of f.
+func (s *Spec) Has(f Flags) bool { return s.Flags&f == f }
+
+// CheckArity reports whether argc (the name included) suits the spec.
+func (s *Spec) CheckArity(argc int) bool {
+	if s.Arity >= 0 {
+		return argc == s.Arity
+	}
+	return argc >= -s.Arity
+}
+
+// Keys returns the positions of the key arguments in argv.
+func (s *Spec) Keys(argv [][]byte) []int {
+	if s.FirstKey <= 0 {
+		return nil
+	}
+	last := s.LastKey
+	if last < 0 {
+		last = len(argv) + last
+	}
+	var out []int
+	for i := s.FirstKey; i <= last && i < len(argv); i += s.Step {
+		out = append(out, i)
+	}
+	return out
+}
+
+// Sub returns the subcommand spec named by argv[1], or nil.
+func (s *Spec) Sub(name string) *Spec {
+	full := s.Name + "|" + strings.ToLower(name)
+	for _, sub := range s.Subs {
+		if sub.Name == full {
+			return sub
+		}
+	}
+	return nil
+}
+
+// Table is the set of commands raftset serves, by lower-case name.
+type Table map[string]*Spec
+
+// Lookup finds the spec for a command name in any case.
+func (t Table) Lookup(name []byte) *Spec {
+	if s, ok := t[string(name)]; ok {
+		return s
+	}
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return t[string(buf[:len(name)])]
+}
+
+const (
+	rw   = Write | DenyOOM
+	ro   = ReadOnly
+	fast = Fast
+)
+
+func spec(name string, arity int, flags Flags, first, last, step int, group, since, summary string, subs ...*Spec) *Spec {
+	return &Spec{Name: name, Arity: arity, Flags: flags, FirstKey: first, LastKey: last, Step: step,
+		Group: group, Since: since, Summary: summary, Subs: subs}
+}
+
+// Commands returns the command table. It is built on each call so that no
+// package holds mutable global state; callers keep the result.
+func Commands() Table {
+	list := []*Spec{
+		// Sets.
+		spec("sadd", -3, rw|fast, 1, 1, 1, "set", "1.0.0", "Adds one or more members to a set."),
+		spec("srem", -3, Write|fast, 1, 1, 1, "set", "1.0.0", "Removes one or more members from a set."),
+		spec("scard", 2, ro|fast, 1, 1, 1, "set", "1.0.0", "Returns the number of members in a set."),
+		spec("sismember", 3, ro|fast, 1, 1, 1, "set", "1.0.0", "Determines whether a member belongs to a set."),
+		spec("smismember", -3, ro|fast, 1, 1, 1, "set", "6.2.0", "Determines whether multiple members belong to a set."),
+		spec("smembers", 2, ro, 1, 1, 1, "set", "1.0.0", "Returns all members of a set."),
+		spec("spop", -2, Write|fast|Random, 1, 1, 1, "set", "1.0.0", "Returns one or more random members from a set after removing them."),
+		spec("srandmember", -2, ro|Random, 1, 1, 1, "set", "1.0.0", "Get one or multiple random members from a set."),
+		spec("smove", 4, Write|fast, 1, 2, 1, "set", "1.0.0", "Moves a member from one set to another."),
+		spec("sinter", -2, ro, 1, -1, 1, "set", "1.0.0", "Returns the intersect of multiple sets."),
+		spec("sintercard", -3, ro|MovableKeys, 0, 0, 0, "set", "7.0.0", "Returns the number of members of the intersect of multiple sets."),
+		spec("sinterstore", -3, rw, 1, -1, 1, "set", "1.0.0", "Stores the intersect of multiple sets in a key."),
+		spec("sunion", -2, ro, 1, -1, 1, "set", "1.0.0", "Returns the union of multiple sets."),
+		spec("sunionstore", -3, rw, 1, -1, 1, "set", "1.0.0", "Stores the union of multiple sets in a key."),
+		spec("sdiff", -2, ro, 1, -1, 1, "set", "1.0.0", "Returns the difference of multiple sets."),
+		spec("sdiffstore", -3, rw, 1, -1, 1, "set", "1.0.0", "Stores the difference of multiple sets in a key."),
+		spec("sscan", -3, ro|Random, 1, 1, 1, "set", "2.8.0", "Iterates over members of a set."),
+		// Keys.
+		spec("del", -2, Write, 1, -1, 1, "generic", "1.0.0", "Deletes one or more keys."),
+		spec("unlink", -2, Write|fast, 1, -1, 1, "generic", "4.0.0", "Asynchronously deletes one or more keys."),
+		spec("exists", -2, ro|fast, 1, -1, 1, "generic", "1.0.0", "Determines whether one or more keys exist."),
+		spec("type", 2, ro|fast, 1, 1, 1, "generic", "1.0.0", "Determines the type of value stored at a key."),
+		spec("rename", 3, Write, 1, 2, 1, "generic", "1.0.0", "Renames a key and overwrites the destination."),
+		spec("renamenx", 3, Write|fast, 1, 2, 1, "generic", "1.0.0", "Renames a key only when the target key name doesn't exist."),
+		spec("keys", 2, ro, 0, 0, 0, "generic", "1.0.0", "Returns all key names that match a pattern."),
+		spec("scan", -2, ro|Random, 0, 0, 0, "generic", "2.8.0", "Iterates over the key names in the database."),
+		spec("touch", -2, ro|fast, 1, -1, 1, "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed."),
+		spec("randomkey", 1, ro|Random, 0, 0, 0, "generic", "1.0.0", "Returns a random key name from the database."),
+		spec("object", -2, 0, 0, 0, 0, "generic", "2.2.3", "A container for object introspection commands.",
+			spec("object|encoding", 3, ro, 2, 2, 1, "generic", "2.2.3", "Returns the internal encoding of a Redis object."),
+			spec("object|help", 2, ro, 0, 0, 0, "generic", "6.2.0", "Returns helpful text about the different subcommands.")),
+		spec("dbsize", 1, ro|fast, 0, 0, 0, "server", "1.0.0", "Returns the number of keys in the database."),
+		spec("flushall", -1, Write, 0, 0, 0, "server", "1.0.0", "Removes all keys from all databases."),
+		spec("flushdb", -1, Write, 0, 0, 0, "server", "1.0.0", "Remove all keys from the current database."),
+		// Expiry.
+		spec("expire", -3, Write|fast, 1, 1, 1, "generic", "1.0.0", "Sets the expiration time of a key in seconds."),
+		spec("pexpire", -3, Write|fast, 1, 1, 1, "generic", "2.6.0", "Sets the expiration time of a key in milliseconds."),
+		spec("expireat", -3, Write|fast, 1, 1, 1, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp."),
+		spec("pexpireat", -3, Write|fast, 1, 1, 1, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp."),
+		spec("ttl", 2, ro|fast, 1, 1, 1, "generic", "1.0.0", "Returns the expiration time in seconds of a key."),
+		spec("pttl", 2, ro|fast, 1, 1, 1, "generic", "2.6.0", "Returns the expiration time in milliseconds of a key."),
+		spec("expiretime", 2, ro|fast, 1, 1, 1, "generic", "7.0.0", "Returns the expiration time of a key as a Unix timestamp."),
+		spec("pexpiretime", 2, ro|fast, 1, 1, 1, "generic", "7.0.0", "Returns the expiration time of a key as a Unix milliseconds timestamp."),
+		spec("persist", 2, Write|fast, 1, 1, 1, "generic", "2.2.0", "Removes the expiration time of a key."),
+		// Strings.
+		spec("get", 2, ro|fast, 1, 1, 1, "string", "1.0.0", "Returns the string value of a key."),
+		spec("set", -3, rw, 1, 1, 1, "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
+		spec("setex", 4, rw, 1, 1, 1, "string", "2.0.0", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
+		spec("psetex", 4, rw, 1, 1, 1, "string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist."),
+		spec("setnx", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Set the string value of a key only when the key doesn't exist."),
+		spec("getdel", 2, Write|fast, 1, 1, 1, "string", "6.2.0", "Returns the string value of a key after deleting the key."),
+		spec("getex", -2, Write|fast, 1, 1, 1, "string", "6.2.0", "Returns the string value of a key after setting its expiration time."),
+		spec("mget", -2, ro|fast, 1, -1, 1, "string", "1.0.0", "Atomically returns the string values of one or more keys."),
+		spec("mset", -3, rw, 1, -1, 2, "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys."),
+		spec("incr", 2, rw|fast, 1, 1, 1, "string", "1.0.0", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+		spec("incrby", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+		spec("decr", 2, rw|fast, 1, 1, 1, "string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+		spec("decrby", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
+		// Transactions.
+		spec("multi", 1, Conn|fast|NoMulti, 0, 0, 0, "transactions", "1.2.0", "Starts a transaction."),
+		spec("exec", 1, Conn|NoMulti, 0, 0, 0, "transactions", "1.2.0", "Executes all commands in a transaction."),
+		spec("discard", 1, Conn|fast|NoMulti, 0, 0, 0, "transactions", "2.0.0", "Discards a transaction."),
+		spec("watch", -2, Conn|fast|NoMulti, 1, -1, 1, "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction."),
+		spec("unwatch", 1, Conn|fast|NoMulti, 0, 0, 0, "transactions", "2.2.0", "Forgets about watched keys of a transaction."),
+		// Connection.
+		spec("ping", -1, Conn|fast, 0, 0, 0, "connection", "1.0.0", "Returns the server's liveliness response."),
+		spec("echo", 2, Conn|fast, 0, 0, 0, "connection", "1.0.0", "Returns the given string."),
+		spec("quit", -1, Conn|fast|NoAuth, 0, 0, 0, "connection", "1.0.0", "Closes the connection."),
+		spec("select", 2, Conn|fast, 0, 0, 0, "connection", "1.0.0", "Changes the selected database."),
+		spec("hello", -1, Conn|fast|NoAuth|NoMulti, 0, 0, 0, "connection", "6.0.0", "Handshakes with the Redis server."),
+		spec("auth", -2, Conn|fast|NoAuth|NoMulti, 0, 0, 0, "connection", "1.0.0", "Authenticates the connection."),
+		spec("readonly", 1, Conn|fast, 0, 0, 0, "cluster", "3.0.0", "Enables stale reads on this connection."),
+		spec("readwrite", 1, Conn|fast, 0, 0, 0, "cluster", "3.0.0", "Restores linearizable reads on this connection."),
+		spec("client", -2, Conn, 0, 0, 0, "connection", "2.4.0", "A container for client connection commands.",
+			spec("client|setname", 3, Conn|fast, 0, 0, 0, "connection", "2.6.9", "Sets the connection name."),
+			spec("client|getname", 2, Conn|fast, 0, 0, 0, "connection", "2.6.9", "Returns the name of the connection."),
+			spec("client|id", 2, Conn|fast, 0, 0, 0, "connection", "5.0.0", "Returns the unique client ID of the connection."),
+			spec("client|info", 2, Conn, 0, 0, 0, "connection", "6.2.0", "Returns information about the connection."),
+			spec("client|list", -2, Conn|Admin, 0, 0, 0, "connection", "2.4.0", "Lists open connections."),
+			spec("client|setinfo", 4, Conn|fast, 0, 0, 0, "connection", "7.2.0", "Sets information specific to the client or connection."),
+			spec("client|help", 2, Conn, 0, 0, 0, "connection", "5.0.0", "Returns helpful text about the different subcommands.")),
+		// Server.
+		spec("time", 1, Conn|fast, 0, 0, 0, "server", "2.6.0", "Returns the server time."),
+		spec("info", -1, Admin, 0, 0, 0, "server", "1.0.0", "Returns information and statistics about the server."),
+		spec("config", -2, Admin, 0, 0, 0, "server", "2.0.0", "A container for server configuration commands.",
+			spec("config|get", -3, Admin, 0, 0, 0, "server", "2.0.0", "Returns the effective values of configuration parameters."),
+			spec("config|set", -4, Admin, 0, 0, 0, "server", "2.0.0", "Sets configuration parameters in-flight."),
+			spec("config|resetstat", 2, Admin, 0, 0, 0, "server", "2.0.0", "Resets the server's statistics."),
+			spec("config|help", 2, Admin, 0, 0, 0, "server", "5.0.0", "Returns helpful text about the different subcommands.")),
+		spec("command", -1, Conn, 0, 0, 0, "server", "2.8.13", "Returns detailed information about all commands.",
+			spec("command|count", 2, Conn, 0, 0, 0, "server", "2.8.13", "Returns a count of commands."),
+			spec("command|info", -2, Conn, 0, 0, 0, "server", "2.8.13", "Returns information about one, multiple or all commands."),
+			spec("command|docs", -2, Conn, 0, 0, 0, "server", "7.0.0", "Returns documentary information about one, multiple or all commands."),
+			spec("command|list", -2, Conn, 0, 0, 0, "server", "7.0.0", "Returns a list of command names."),
+			spec("command|help", 2, Conn, 0, 0, 0, "server", "5.0.0", "Returns helpful text about the different subcommands.")),
+		spec("debug", -2, Admin, 0, 0, 0, "server", "1.0.0", "A container for debugging commands."),
+		spec("save", 1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Synchronously saves the database(s) to disk."),
+		spec("bgsave", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Asynchronously saves the database(s) to disk."),
+		spec("lastsave", 1, Admin|fast, 0, 0, 0, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
+		spec("role", 1, Admin|fast, 0, 0, 0, "server", "2.8.12", "Returns the replication role."),
+		spec("wait", 3, Admin, 0, 0, 0, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
+	}
+	t := make(Table, len(list))
+	for _, s := range list {
+		t[s.Name] = s
+	}
+	return t
+}

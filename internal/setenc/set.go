@@ -1,0 +1,304 @@
+package setenc
+
+import (
+	"bytes"
+
+	"raftset/internal/setenc/hashtable"
+	"raftset/internal/setenc/intset"
+	"raftset/internal/setenc/listpack"
+	"raftset/internal/strictint"
+)
+
+// Set is a set of byte strings in one of Redis's three encodings. Use
+// NewForAdd (or the *STORE and load constructors) to make one; a Set is never
+// empty for long: callers delete the key when Len reaches 0, as Redis does.
+type Set struct {
+	enc  Encoding
+	blob []byte           // the intset or listpack bytes
+	ht   *hashtable.Table // the hashtable encoding
+}
+
+// NewForAdd returns the empty set Redis creates for a key that is about to
+// receive hint members, the first of which is first (src/t_set.c
+// setTypeCreate): an intset if first is an integer and hint fits an intset, a
+// listpack if hint fits a listpack, a hashtable otherwise.
+func NewForAdd(first []byte, hint int, lim Limits) *Set {
+	if _, ok := strictint.Parse(first); ok && hint <= lim.maxIntset() {
+		return &Set{enc: Intset, blob: intset.New()}
+	}
+	if hint <= lim.MaxListpackEntries {
+		return &Set{enc: Listpack, blob: listpack.New()}
+	}
+	return &Set{enc: Hashtable, ht: hashtable.New(hint)}
+}
+
+func newIntset() *Set   { return &Set{enc: Intset, blob: intset.New()} }
+func newListpack() *Set { return &Set{enc: Listpack, blob: listpack.New()} }
+
+// Encoding returns how the set is stored.
+func (s *Set) Encoding() Encoding { return s.enc }
+
+// Blob returns the intset or listpack bytes, exactly as Redis would hold them.
+// It is nil for a hashtable. The slice aliases the set.
+func (s *Set) Blob() []byte {
+	if s.enc == Hashtable {
+		return nil
+	}
+	return s.blob
+}
+
+// Len returns the number of members.
+func (s *Set) Len() int {
+	switch s.enc {
+	case Intset:
+		return intset.Len(s.blob)
+	case Listpack:
+		return listpack.Len(s.blob)
+	default:
+		return s.ht.Len()
+	}
+}
+
+// Contains reports whether m is a member.
+func (s *Set) Contains(m []byte) bool {
+	switch s.enc {
+	case Intset:
+		v, ok := strictint.Parse(m)
+		return ok && intset.Contains(s.blob, v)
+	case Listpack:
+		return listpack.Find(s.blob, m) >= 0
+	default:
+		return s.ht.Contains(m)
+	}
+}
+
+// AddMany adds members as one SADD does and returns how many were new. Before
+// adding, a set that the argument count alone would overflow is converted to
+// a hashtable, even if every member turns out to be present already
+// (setTypeMaybeConvert).
+func (s *Set) AddMany(members [][]byte, lim Limits) int {
+	n := len(members)
+	if (s.enc == Listpack && n > lim.MaxListpackEntries) || (s.enc == Intset && n > lim.maxIntset()) {
+		s.toHashtable(s.Len() + n)
+	}
+	added := 0
+	for _, m := range members {
+		if s.Add(m, lim) {
+			added++
+		}
+	}
+	return added
+}
+
+// Add inserts m and reports whether it was new, converting the set when
+// Redis would (setTypeAddAux).
+func (s *Set) Add(m []byte, lim Limits) bool {
+	switch s.enc {
+	case Intset:
+		if v, ok := strictint.Parse(m); ok {
+			b, added := intset.Add(s.blob, v)
+			s.blob = b
+			if added && intset.Len(b) > lim.maxIntset() {
+				s.toHashtable(intset.Len(b))
+			}
+			return added
+		}
+		if s.intsetCanTakeString(m, lim) {
+			s.intsetToListpack(1)
+			s.blob = listpack.Append(s.blob, m)
+			return true
+		}
+		s.toHashtable(s.Len() + 1)
+		return s.ht.Add(m)
+	case Listpack:
+		if listpack.Find(s.blob, m) >= 0 {
+			return false
+		}
+		if s.listpackCanTake(len(m), lim) {
+			s.blob = listpack.Append(s.blob, m)
+			return true
+		}
+		s.toHashtable(s.Len() + 1)
+		return s.ht.Add(m)
+	default:
+		return s.ht.Add(m)
+	}
+}
+
+// listpackCanTake is the test Redis makes before appending a member of n
+// bytes to a listpack set.
+func (s *Set) listpackCanTake(n int, lim Limits) bool {
+	return listpack.Len(s.blob) < lim.MaxListpackEntries && n <= lim.MaxListpackValue &&
+		len(s.blob)+n <= maxListpackBytes
+}
+
+// intsetCanTakeString is Redis's test for turning an intset into a listpack
+// when a non-integer member m arrives: the intset must be short enough, m and
+// the decimal forms of the intset's extremes short enough, and the result
+// safely sized. Otherwise the intset goes straight to hashtable.
+func (s *Set) intsetCanTakeString(m []byte, lim Limits) bool {
+	n := intset.Len(s.blob)
+	maxEle, total := 0, 0
+	if n > 0 {
+		lo, hi := intset.Min(s.blob), intset.Max(s.blob)
+		maxEle = max(digits10(lo), digits10(hi))
+		total = n * max(intEntrySize(lo), intEntrySize(hi))
+	}
+	return n < lim.MaxListpackEntries && len(m) <= lim.MaxListpackValue &&
+		maxEle <= lim.MaxListpackValue && total+len(m) <= maxListpackBytes
+}
+
+// Remove deletes m and reports whether it was a member. It never converts.
+func (s *Set) Remove(m []byte) bool {
+	switch s.enc {
+	case Intset:
+		v, ok := strictint.Parse(m)
+		if !ok {
+			return false
+		}
+		b, removed := intset.Remove(s.blob, v)
+		s.blob = b
+		return removed
+	case Listpack:
+		p := listpack.Find(s.blob, m)
+		if p < 0 {
+			return false
+		}
+		s.blob = listpack.Delete(s.blob, p)
+		return true
+	default:
+		return s.ht.Remove(m)
+	}
+}
+
+// Iterate calls fn with each member in storage order (intset ascending,
+// listpack insertion order, hashtable dense order) until fn returns false.
+// The slice passed to fn is valid only during the call.
+func (s *Set) Iterate(fn func(m []byte) bool) {
+	var buf [strictint.MaxLen]byte
+	switch s.enc {
+	case Intset:
+		intset.Iterate(s.blob, func(v int64) bool { return fn(strictint.Append(buf[:0], v)) })
+	case Listpack:
+		for p := listpack.First(s.blob); p >= 0; p = listpack.Next(s.blob, p) {
+			if !fn(listpack.AppendMember(buf[:0], s.blob, p)) {
+				return
+			}
+		}
+	default:
+		s.ht.Iterate(fn)
+	}
+}
+
+// Members returns copies of all members in storage order.
+func (s *Set) Members() [][]byte {
+	out := make([][]byte, 0, s.Len())
+	s.Iterate(func(m []byte) bool { out = append(out, bytes.Clone(m)); return true })
+	return out
+}
+
+// Clone returns an independent copy in the same encoding and order.
+func (s *Set) Clone() *Set {
+	if s.enc == Hashtable {
+		return &Set{enc: Hashtable, ht: s.ht.Clone()}
+	}
+	return &Set{enc: s.enc, blob: bytes.Clone(s.blob)}
+}
+
+// MemoryUsage estimates the heap bytes the set holds, for INFO and MEMORY
+// USAGE.
+func (s *Set) MemoryUsage() int {
+	const header = 48
+	if s.enc == Hashtable {
+		return header + s.ht.MemoryUsage()
+	}
+	return header + cap(s.blob)
+}
+
+// Scan returns up to about count members from cursor on, and the cursor to
+// pass next; 0 starts and ends a scan. Intsets and listpacks return every
+// member in one call with cursor 0, as Redis does.
+func (s *Set) Scan(cursor uint64, count int, fn func(m []byte)) uint64 {
+	if s.enc == Hashtable {
+		return s.ht.Scan(cursor, count, fn)
+	}
+	s.Iterate(func(m []byte) bool { fn(m); return true })
+	return 0
+}
+
+// memberAt returns the member at storage position i, appended to dst.
+func (s *Set) memberAt(dst []byte, i int) []byte {
+	switch s.enc {
+	case Intset:
+		return strictint.Append(dst, intset.Get(s.blob, i))
+	case Listpack:
+		return listpack.AppendMember(dst, s.blob, listpack.Seek(s.blob, i))
+	default:
+		return append(dst, s.ht.At(i)...)
+	}
+}
+
+func (s *Set) intsetToListpack(extra int) {
+	lp := listpack.New()
+	if n := intset.Len(s.blob); n > 0 {
+		lp = listpackReserve(lp, n*max(intEntrySize(intset.Min(s.blob)), intEntrySize(intset.Max(s.blob)))+extra*16)
+	}
+	intset.Iterate(s.blob, func(v int64) bool { lp = listpack.AppendInt(lp, v); return true })
+	s.enc, s.blob = Listpack, lp
+}
+
+// toHashtable converts an intset or listpack, keeping storage order, and
+// sizes the table for hint members.
+func (s *Set) toHashtable(hint int) {
+	if s.enc == Hashtable {
+		return
+	}
+	t := hashtable.New(max(hint, s.Len()))
+	s.Iterate(func(m []byte) bool { t.Add(m); return true })
+	s.enc, s.blob, s.ht = Hashtable, nil, t
+}
+
+// listpackReserve gives lp room for n more bytes without changing it.
+func listpackReserve(lp []byte, n int) []byte {
+	if n <= 0 {
+		return lp
+	}
+	nb := make([]byte, len(lp), len(lp)+n)
+	copy(nb, lp)
+	return nb
+}
+
+func digits10(v int64) int {
+	n := 1
+	if v < 0 {
+		n++
+		if v == -1<<63 {
+			return 20
+		}
+		v = -v
+	}
+	for v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
+}
+
+// intEntrySize is the listpack entry size (encoding, data and backlen) of v,
+// as Redis's lpEstimateBytesRepeatedInteger uses it.
+func intEntrySize(v int64) int {
+	switch {
+	case v >= 0 && v <= 127:
+		return 2
+	case v >= -4096 && v <= 4095:
+		return 3
+	case v >= -32768 && v <= 32767:
+		return 4
+	case v >= -8388608 && v <= 8388607:
+		return 5
+	case v >= -2147483648 && v <= 2147483647:
+		return 6
+	default:
+		return 10
+	}
+}
