@@ -40,7 +40,10 @@ func FromIntset(blob []byte, lim Limits, mode LoadMode) (*Set, error) {
 	if err := intset.Validate(blob, true); err != nil {
 		return nil, err
 	}
-	s := &Set{enc: Intset, blob: blob}
+	if len(blob) > maxCompactBytes {
+		return tableFromBlob(Intset, blob), nil
+	}
+	s := blobSet(Intset, blob)
 	if mode == AsRedis && intset.Len(blob) > lim.maxIntset() {
 		s.toHashtable(intset.Len(blob))
 	}
@@ -58,7 +61,10 @@ func FromListpack(blob []byte, lim Limits, mode LoadMode) (*Set, error) {
 	if n == 0 {
 		return nil, ErrEmpty
 	}
-	s := &Set{enc: Listpack, blob: blob}
+	if len(blob) > maxCompactBytes {
+		return tableFromBlob(Listpack, blob), nil
+	}
+	s := blobSet(Listpack, blob)
 	if mode == AsRedis && n > lim.MaxListpackEntries {
 		s.toHashtable(n)
 	}
@@ -77,7 +83,7 @@ type Loader struct {
 func NewLoader(count int, lim Limits, mode LoadMode) *Loader {
 	l := &Loader{lim: lim, mode: mode}
 	if mode == Exact || count > lim.maxIntset() {
-		l.set = &Set{enc: Hashtable, ht: hashtable.New(count)}
+		l.set = tableSet(hashtable.New(count))
 	} else {
 		l.set = newIntset()
 	}
@@ -89,10 +95,10 @@ func (l *Loader) Add(m []byte) error {
 	s := l.set
 	l.maxEle = max(l.maxEle, len(m))
 	l.totalEle += len(m)
-	if s.enc == Intset {
-		if v, ok := strictint.Parse(m); ok {
-			b, added := intset.Add(s.blob, v)
-			s.blob = b
+	if s.kind() == Intset {
+		if v, ok := strictint.Parse(m); ok && len(s.blob())+8 <= maxCompactBytes {
+			b, added := intset.Add(s.blob(), v)
+			s.setBlob(s.kind(), b)
 			if !added {
 				return fmt.Errorf("member %q: %w", m, ErrDuplicate)
 			}
@@ -105,17 +111,17 @@ func (l *Loader) Add(m []byte) error {
 			s.toHashtable(s.Len() + 1)
 		}
 	}
-	if s.enc == Listpack {
+	if s.kind() == Listpack {
 		if s.listpackCanTake(len(m), l.lim) {
-			if listpack.Find(s.blob, m) >= 0 {
+			if listpack.Find(s.blob(), m) >= 0 {
 				return fmt.Errorf("member %q: %w", m, ErrDuplicate)
 			}
-			s.blob = listpack.Append(s.blob, m)
+			s.setBlob(s.kind(), listpack.Append(s.blob(), m))
 			return nil
 		}
 		s.toHashtable(s.Len() + 1)
 	}
-	if !s.ht.Add(m) {
+	if !s.ht().Add(m) {
 		return fmt.Errorf("member %q: %w", m, ErrDuplicate)
 	}
 	return nil
@@ -127,4 +133,12 @@ func (l *Loader) Set() (*Set, error) {
 		return nil, ErrEmpty
 	}
 	return l.set, nil
+}
+
+// tableFromBlob turns a compact blob too large for a Set's compact form into a
+// hashtable, keeping its order.
+func tableFromBlob(e Encoding, blob []byte) *Set {
+	t := hashtable.New(0)
+	iterateBlob(e, blob, func(m []byte) bool { t.Add(m); return true })
+	return tableSet(t)
 }

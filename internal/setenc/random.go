@@ -74,7 +74,7 @@ func (s *Set) RandomMembers(src Source, count int) [][]byte {
 func (s *Set) pickPositions(src Source, count int) []int {
 	size := s.Len()
 	out := make([]int, 0, count)
-	if s.enc == Listpack || count*3 > size {
+	if s.kind() == Listpack || count*3 > size {
 		need := count
 		for i := 0; i < size && need > 0; i++ {
 			if intn(src, size-i) < need {
@@ -114,7 +114,7 @@ func (s *Set) PopN(src Source, count int, lim Limits) [][]byte {
 	size := s.Len()
 	remaining := size - count
 	if remaining*5 > count {
-		if s.enc == Listpack {
+		if s.kind() == Listpack {
 			positions := s.pickPositions(src, count)
 			out := make([][]byte, len(positions))
 			for i, p := range positions {
@@ -122,7 +122,7 @@ func (s *Set) PopN(src Source, count int, lim Limits) [][]byte {
 			}
 			// Delete from the tail so earlier positions stay valid.
 			for i := len(positions) - 1; i >= 0; i-- {
-				s.blob = listpack.Delete(s.blob, listpack.Seek(s.blob, positions[i]))
+				s.setBlob(s.kind(), listpack.Delete(s.blob(), listpack.Seek(s.blob(), positions[i])))
 			}
 			return out
 		}
@@ -133,7 +133,7 @@ func (s *Set) PopN(src Source, count int, lim Limits) [][]byte {
 		return out
 	}
 	var kept *Set
-	if s.enc == Intset {
+	if s.kind() == Intset {
 		kept = newIntset()
 	} else {
 		kept = newListpack()
@@ -151,12 +151,13 @@ func (s *Set) PopN(src Source, count int, lim Limits) [][]byte {
 
 // removeAt deletes the member at storage position p.
 func (s *Set) removeAt(p int) {
-	switch s.enc {
+	switch s.kind() {
 	case Intset:
-		s.blob, _ = intset.Remove(s.blob, intset.Get(s.blob, p))
+		b, _ := intset.Remove(s.blob(), intset.Get(s.blob(), p))
+		s.setBlob(Intset, b)
 	case Listpack:
-		s.blob = listpack.Delete(s.blob, listpack.Seek(s.blob, p))
+		s.setBlob(s.kind(), listpack.Delete(s.blob(), listpack.Seek(s.blob(), p)))
 	default:
-		s.ht.RemoveAt(p)
+		s.ht().RemoveAt(p)
 	}
 }

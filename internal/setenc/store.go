@@ -20,7 +20,7 @@ func Inter(sets []*Set, lim Limits) *Set {
 	sorted := slices.Clone(sets)
 	slices.SortStableFunc(sorted, func(a, b *Set) int { return a.Len() - b.Len() })
 	var dst *Set
-	if sorted[0].enc == Intset {
+	if sorted[0].kind() == Intset {
 		dst = newIntset()
 	} else {
 		dst = newListpack()
@@ -34,7 +34,7 @@ func Inter(sets []*Set, lim Limits) *Set {
 		dst.Add(m, lim)
 		return true
 	})
-	if dst.enc != Intset && dst.Len() <= lim.maxIntset() {
+	if dst.kind() != Intset && dst.Len() <= lim.maxIntset() {
 		dst.tryIntset()
 	}
 	return dst
@@ -57,7 +57,7 @@ func (s *Set) tryIntset() {
 		return
 	}
 	slices.Sort(vals)
-	*s = Set{enc: Intset, blob: intset.FromSorted(vals)}
+	*s = *blobSet(Intset, intset.FromSorted(vals))
 }
 
 // Union returns the union of sets, built from an empty intset by adding the

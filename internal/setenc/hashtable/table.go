@@ -11,8 +11,8 @@ import (
 // that callers can observe (see the package comment).
 var seed = maphash.MakeSeed()
 
-// maxLoad is the index load factor, as a fraction of 8: above 6/8 the index
-// doubles. Linear probing stays short at this load and the index costs about
+// maxLoadEighths is the index load factor, in eighths: above 6/8 the index
+// grows by half. Linear probing stays short at this load and the index costs about
 // 6.5 bytes per member on average.
 const maxLoadEighths = 6
 
@@ -77,13 +77,12 @@ func (t *Table) Add(m []byte) bool {
 		}
 	}
 	if (len(t.dense)+1)*8 > len(t.index)*maxLoadEighths {
-		t.rehash(indexSizeFor(len(t.dense) + 1))
+		t.rehash(max(indexSizeFor(len(t.dense)+1), len(t.index)+len(t.index)/2))
 	}
 	pos := len(t.dense)
 	t.dense = appendU32(t.dense, uint32(len(t.arena)))
 	t.arena = appendMember(t.arena, m)
-	mask := uint64(len(t.index) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := t.home(h); ; i = t.next(i) {
 		if t.index[i] == 0 {
 			t.index[i] = uint32(pos + 1)
 			return true
@@ -182,14 +181,13 @@ func (t *Table) find(m []byte, h uint64) (slot, pos int) {
 	if len(t.index) == 0 {
 		return -1, -1
 	}
-	mask := uint64(len(t.index) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := t.home(h); ; i = t.next(i) {
 		v := t.index[i]
 		if v == 0 {
 			return -1, -1
 		}
 		if bytes.Equal(t.At(int(v-1)), m) {
-			return int(i), int(v - 1)
+			return i, int(v - 1)
 		}
 	}
 }
@@ -197,17 +195,16 @@ func (t *Table) find(m []byte, h uint64) (slot, pos int) {
 // deleteSlot empties slot i and shifts later members of its probe run back,
 // so that lookups never need tombstones (Knuth's Algorithm R).
 func (t *Table) deleteSlot(i int) {
-	mask := len(t.index) - 1
 	j := i
 	for {
 		t.index[i] = 0
 		for {
-			j = (j + 1) & mask
+			j = t.next(j)
 			v := t.index[j]
 			if v == 0 {
 				return
 			}
-			k := int(maphash.Bytes(seed, t.At(int(v-1))) & uint64(mask))
+			k := t.home(maphash.Bytes(seed, t.At(int(v-1))))
 			// Move v into the hole at i unless its home k lies cyclically in (i, j].
 			if i <= j {
 				if i < k && k <= j {
@@ -225,9 +222,8 @@ func (t *Table) deleteSlot(i int) {
 
 func (t *Table) rehash(size int) {
 	t.index = make([]uint32, size)
-	mask := uint64(size - 1)
 	for pos := range t.dense {
-		for i := maphash.Bytes(seed, t.At(pos)) & mask; ; i = (i + 1) & mask {
+		for i := t.home(maphash.Bytes(seed, t.At(pos))); ; i = t.next(i) {
 			if t.index[i] == 0 {
 				t.index[i] = uint32(pos + 1)
 				break
@@ -249,12 +245,23 @@ func (t *Table) compact() {
 	t.garbage = 0
 }
 
-func indexSizeFor(n int) int {
-	need := (n*8 + maxLoadEighths - 1) / maxLoadEighths
-	if need < 8 {
-		need = 8
+// home maps a hash onto the index by multiplication rather than a mask, so
+// that the index need not be a power of two: it grows by half rather than
+// doubling, which saves about four bytes per member on average.
+func (t *Table) home(h uint64) int {
+	hi, _ := bits.Mul64(h, uint64(len(t.index)))
+	return int(hi)
+}
+
+func (t *Table) next(i int) int {
+	if i++; i == len(t.index) {
+		return 0
 	}
-	return 1 << bits.Len(uint(need-1))
+	return i
+}
+
+func indexSizeFor(n int) int {
+	return max(8, (n*8+maxLoadEighths-1)/maxLoadEighths+1)
 }
 
 func uvarintLen(n int) int {
