@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Side-by-side throughput of raftset and redis-server (appendfsync always: the
+# durable single-node anchor) for the seed benchmark's commands, and memory
+# after the seed's 10,000,000 SADDs. Prints medians and raftset/redis ratios.
+#
+#   bench/redis-benchmark.sh            # RUNS=3 N=1000000 by default
+#   RUNS=5 N=2000000 bench/redis-benchmark.sh
+#   MEMORY=0 bench/redis-benchmark.sh   # skip the 10M-SADD memory run
+#
+# Needs redis-server and redis-benchmark (apt-get install -y redis-server redis-tools).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-3}
+N=${N:-1000000}
+MEMORY=${MEMORY:-1}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+go build -o "$work/raftset" ./cmd/raftset
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_ping() { for _ in $(seq 1 200); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "server on $1 did not start" >&2; return 1; }
+
+start_redis() {
+  local port=$1 dir=$2
+  mkdir -p "$dir"
+  redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly yes \
+    --appendfsync always --logfile "$dir/redis.log" --daemonize no & pids+=($!)
+  wait_ping "$port"
+}
+start_raftset() {
+  local port=$1 dir=$2
+  "$work/raftset" --port "$port" --raft-addr "127.0.0.1:$(free_port)" --dir "$dir" --loglevel warn \
+    >"$dir.log" 2>&1 & pids+=($!)
+  wait_ping "$port"
+}
+stop_last() { local p=${pids[-1]}; kill "$p"; wait "$p" 2>/dev/null || true; unset 'pids[-1]'; }
+
+median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+# rps PORT PIPELINE COMMAND... → requests per second
+rps() {
+  local port=$1 p=$2; shift 2
+  redis-benchmark -p "$port" -c 50 -P "$p" -n "$N" -r 200000 --threads 2 -q --csv "$@" 2>/dev/null |
+    awk -F'","' 'NR>1 || !/^"test"/ {gsub(/"/,"",$2); print $2; exit}'
+}
+
+commands=("sadd __rand_int__ __rand_int__" "smembers __rand_int__" "sismember __rand_int__ __rand_int__" "spop __rand_int__")
+printf '%-40s %-3s %12s %12s %7s\n' command P raftset redis ratio
+for p in 1 10; do
+  for cmd in "${commands[@]}"; do
+    r_list=(); s_list=()
+    for run in $(seq 1 "$RUNS"); do
+      rp=$(free_port); start_redis "$rp" "$work/redis-$run"
+      sp=$(free_port); start_raftset "$sp" "$work/raftset-$run"
+      # Populate both the same way first so reads hit existing sets.
+      if [ "$cmd" != "sadd __rand_int__ __rand_int__" ]; then
+        rps "$rp" 10 sadd __rand_int__ __rand_int__ >/dev/null
+        rps "$sp" 10 sadd __rand_int__ __rand_int__ >/dev/null
+      fi
+      # shellcheck disable=SC2086
+      r_list+=("$(rps "$rp" "$p" $cmd)")
+      # shellcheck disable=SC2086
+      s_list+=("$(rps "$sp" "$p" $cmd)")
+      stop_last; stop_last
+      rm -rf "$work/redis-$run" "$work/raftset-$run"
+    done
+    r=$(printf '%s\n' "${r_list[@]}" | median); s=$(printf '%s\n' "${s_list[@]}" | median)
+    printf '%-40s %-3s %12.0f %12.0f %7.2f\n' "$cmd" "$p" "$s" "$r" "$(echo "$s / $r" | bc -l)"
+  done
+done
+
+if [ "$MEMORY" = 1 ]; then
+  echo
+  echo "memory after 10,000,000 SADDs over 200,000 keys (-P 10 -c 50)"
+  rp=$(free_port); start_redis "$rp" "$work/redis-mem"
+  sp=$(free_port); start_raftset "$sp" "$work/raftset-mem"
+  for port in "$sp" "$rp"; do
+    redis-benchmark -p "$port" -c 50 -P 10 -n 10000000 -r 200000 --threads 2 -q sadd __rand_int__ __rand_int__ >/dev/null
+  done
+  for name in raftset redis; do
+    port=$sp; [ $name = redis ] && port=$rp
+    mem=$(redis-cli -p "$port" INFO memory | tr -d '\r' | awk -F: '$1=="used_memory"||$1=="used_memory_rss"{printf "%s=%.1fMB ", $1, $2/1e6}')
+    keys=$(redis-cli -p "$port" DBSIZE)
+    echo "$name: keys=$keys $mem"
+  done
+fi

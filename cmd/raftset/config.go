@@ -1,0 +1,241 @@
+package main
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed default.conf
+var defaultConf string
+
+// Config is every setting of a raftset node. Each field is a directive that
+// works the same in a config file ("name value") and on the command line
+// ("--name value").
+type Config struct {
+	Bind               string
+	Port               int
+	NodeID             string
+	RaftAddr           string
+	Dir                string
+	SnapshotThreshold  uint64
+	SnapshotInterval   time.Duration
+	RequirePass        string
+	MaxIntsetEntries   int
+	MaxListpackEntries int
+	MaxListpackValue   int
+	LogLevel           string
+	LogFormat          string
+	Import             string // --import FILE: start a new node from a Redis dump.rdb
+}
+
+// directive binds a config name to a field.
+type directive struct {
+	name string
+	set  func(c *Config, v string) error
+	get  func(c *Config) string
+}
+
+func intDirective(name string, field func(*Config) *int, min int) directive {
+	return directive{name,
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < min {
+				return fmt.Errorf("must be an integer ≥ %d", min)
+			}
+			*field(c) = n
+			return nil
+		},
+		func(c *Config) string { return strconv.Itoa(*field(c)) }}
+}
+
+func stringDirective(name string, field func(*Config) *string) directive {
+	return directive{name,
+		func(c *Config, v string) error { *field(c) = v; return nil },
+		func(c *Config) string { return *field(c) }}
+}
+
+func oneOf(name string, field func(*Config) *string, allowed ...string) directive {
+	return directive{name,
+		func(c *Config, v string) error {
+			v = strings.ToLower(v)
+			for _, a := range allowed {
+				if v == a {
+					*field(c) = v
+					return nil
+				}
+			}
+			return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+		},
+		func(c *Config) string { return *field(c) }}
+}
+
+// directives lists every setting; it drives both parsers and CONFIG GET.
+func directives() []directive {
+	return []directive{
+		stringDirective("bind", func(c *Config) *string { return &c.Bind }),
+		intDirective("port", func(c *Config) *int { return &c.Port }, 0),
+		stringDirective("node-id", func(c *Config) *string { return &c.NodeID }),
+		stringDirective("raft-addr", func(c *Config) *string { return &c.RaftAddr }),
+		stringDirective("dir", func(c *Config) *string { return &c.Dir }),
+		{"snapshot-threshold",
+			func(c *Config, v string) error {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil || n == 0 {
+					return errors.New("must be a positive integer")
+				}
+				c.SnapshotThreshold = n
+				return nil
+			},
+			func(c *Config) string { return strconv.FormatUint(c.SnapshotThreshold, 10) }},
+		{"snapshot-interval",
+			func(c *Config, v string) error {
+				d, err := parseDuration(v)
+				if err != nil || d <= 0 {
+					return errors.New("must be a positive duration such as 120s or 2m (bare numbers are seconds)")
+				}
+				c.SnapshotInterval = d
+				return nil
+			},
+			func(c *Config) string { return c.SnapshotInterval.String() }},
+		stringDirective("requirepass", func(c *Config) *string { return &c.RequirePass }),
+		intDirective("set-max-intset-entries", func(c *Config) *int { return &c.MaxIntsetEntries }, 0),
+		intDirective("set-max-listpack-entries", func(c *Config) *int { return &c.MaxListpackEntries }, 0),
+		intDirective("set-max-listpack-value", func(c *Config) *int { return &c.MaxListpackValue }, 0),
+		oneOf("loglevel", func(c *Config) *string { return &c.LogLevel }, "trace", "debug", "info", "warn", "error"),
+		oneOf("log-format", func(c *Config) *string { return &c.LogFormat }, "text", "json"),
+		stringDirective("import", func(c *Config) *string { return &c.Import }),
+	}
+}
+
+func parseDuration(v string) (time.Duration, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Duration(n) * time.Second, nil
+	}
+	return time.ParseDuration(v)
+}
+
+func findDirective(name string) (directive, bool) {
+	name = strings.ToLower(name)
+	for _, d := range directives() {
+		if d.name == name {
+			return d, true
+		}
+	}
+	return directive{}, false
+}
+
+// LoadConfig builds the configuration the way redis-server does: the
+// built-in defaults, then an optional config file named by the first
+// argument that does not start with "--", then --name value pairs in order.
+func LoadConfig(args []string) (*Config, error) {
+	c := &Config{}
+	if err := c.parseFile(defaultConf, "built-in defaults"); err != nil {
+		return nil, err
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
+		b, err := os.ReadFile(args[0])
+		if err != nil {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+		if err := c.parseFile(string(b), args[0]); err != nil {
+			return nil, err
+		}
+		args = args[1:]
+	}
+	for i := 0; i < len(args); i++ {
+		name, ok := strings.CutPrefix(args[i], "--")
+		if !ok {
+			return nil, fmt.Errorf("argument %q: expected --name value", args[i])
+		}
+		if n, v, hasEq := strings.Cut(name, "="); hasEq {
+			if err := c.Set(n, v); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if i+1 >= len(args) {
+			return nil, fmt.Errorf("--%s needs a value", name)
+		}
+		if err := c.Set(name, args[i+1]); err != nil {
+			return nil, err
+		}
+		i++
+	}
+	return c, nil
+}
+
+// Set applies one directive.
+func (c *Config) Set(name, value string) error {
+	d, ok := findDirective(name)
+	if !ok {
+		return fmt.Errorf("unknown directive %q", name)
+	}
+	if err := d.set(c, value); err != nil {
+		return fmt.Errorf("%s %q: %w", d.name, value, err)
+	}
+	return nil
+}
+
+// Get returns a directive's current value.
+func (c *Config) Get(name string) (string, bool) {
+	d, ok := findDirective(name)
+	if !ok {
+		return "", false
+	}
+	return d.get(c), true
+}
+
+func (c *Config) parseFile(text, source string) error {
+	for n, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields, err := splitArgs(line)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", source, n+1, err)
+		}
+		if len(fields) != 2 {
+			return fmt.Errorf("%s:%d: expected \"name value\", got %d words", source, n+1, len(fields))
+		}
+		if err := c.Set(fields[0], fields[1]); err != nil {
+			return fmt.Errorf("%s:%d: %w", source, n+1, err)
+		}
+	}
+	return nil
+}
+
+// splitArgs splits a config line into words, honouring double and single
+// quotes as redis.conf does ("" is an empty value).
+func splitArgs(line string) ([]string, error) {
+	var out []string
+	for i := 0; i < len(line); {
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		if i == len(line) {
+			break
+		}
+		if q := line[i]; q == '"' || q == '\'' {
+			j := strings.IndexByte(line[i+1:], q)
+			if j < 0 {
+				return nil, errors.New("unbalanced quotes")
+			}
+			out = append(out, line[i+1:i+1+j])
+			i += j + 2
+			continue
+		}
+		j := i
+		for j < len(line) && line[j] != ' ' && line[j] != '\t' {
+			j++
+		}
+		out = append(out, line[i:j])
+		i = j
+	}
+	return out, nil
+}

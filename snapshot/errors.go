@@ -1,0 +1,72 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrCorrupt is matched (errors.Is) by every error that reports a file which
+// is not a well-formed RDB we can read: bad magic or version, a malformed
+// length or string, an invalid intset or listpack, a duplicate key or member,
+// truncation, a checksum mismatch. Use errors.As with *CorruptError for the
+// offset.
+var ErrCorrupt = errors.New("snapshot: corrupt RDB")
+
+// ErrChecksum is matched, together with ErrCorrupt, when every record parsed
+// but the CRC64 trailer does not match the file.
+var ErrChecksum = errors.New("snapshot: RDB checksum mismatch")
+
+// ErrUnsupportedType is matched by *UnsupportedTypeError: a well-formed record
+// of a type raftset does not hold (a list, hash, sorted set, stream or module
+// value in a foreign dump).
+var ErrUnsupportedType = errors.New("snapshot: RDB record of a type raftset does not hold")
+
+// CorruptError says where a file stopped making sense.
+type CorruptError struct {
+	Offset int64  // byte offset in the file of the item that is wrong
+	Reason string // what is wrong with it
+	cause  error  // a lower-level error (io.ErrUnexpectedEOF, listpack.ErrCorrupt, ErrChecksum), or nil
+}
+
+func (e *CorruptError) Error() string {
+	if e.cause != nil && e.cause != ErrChecksum {
+		return fmt.Sprintf("snapshot: corrupt RDB at offset %d: %s: %v", e.Offset, e.Reason, e.cause)
+	}
+	return fmt.Sprintf("snapshot: corrupt RDB at offset %d: %s", e.Offset, e.Reason)
+}
+
+// Unwrap makes errors.Is find ErrCorrupt and the cause.
+func (e *CorruptError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrCorrupt}
+	}
+	return []error{ErrCorrupt, e.cause}
+}
+
+func corruptf(off int64, cause error, format string, args ...any) error {
+	return &CorruptError{Offset: off, Reason: fmt.Sprintf(format, args...), cause: cause}
+}
+
+// UnsupportedTypeError names the record that stopped a read.
+type UnsupportedTypeError struct {
+	Offset int64 // of the record's type byte
+	DB     int
+	Key    []byte
+	Type   byte // RDB object type; TypeName gives its name
+	// Unskippable is set for types that SkipUnsupported cannot step over
+	// (streams, pre-release modules, 7.4 hashes with field expiry): their
+	// layouts need full parsers.
+	Unskippable bool
+}
+
+func (e *UnsupportedTypeError) Error() string {
+	s := fmt.Sprintf("snapshot: offset %d: key %q in db %d is a %s (RDB type %d), which raftset does not hold",
+		e.Offset, e.Key, e.DB, TypeName(e.Type), e.Type)
+	if e.Unskippable {
+		s += "; records of this type cannot be skipped"
+	}
+	return s
+}
+
+// Is matches ErrUnsupportedType.
+func (e *UnsupportedTypeError) Is(target error) bool { return target == ErrUnsupportedType }
