@@ -346,7 +346,7 @@ func (r *Reader) readObject(off int64, t byte, expire int64) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		l := setenc.NewLoader(loaderHint(n, lim, mode), lim, mode)
+		l := setenc.NewLoader(loaderHint(n), lim, mode)
 		for i := uint64(0); i < n; i++ {
 			moff := r.in.offset()
 			m, err := r.str.read("set member", false)
@@ -408,27 +408,10 @@ func (r *Reader) checkDuplicate(off int64, key []byte) error {
 	return nil
 }
 
-// maxLoaderHint caps the member count a type-2 record may make us pre-size
-// for: the count is the file's claim, the members are what it really holds.
-const maxLoaderHint = 1 << 16
-
-// loaderHint is the count passed to setenc.NewLoader. Beyond maxLoaderHint it
-// keeps only the decision the count drives in Redis (a count above
-// set-max-intset-entries starts a hashtable directly) and lets the table grow
-// as members arrive.
-func loaderHint(n uint64, lim setenc.Limits, mode setenc.LoadMode) int {
-	if n <= maxLoaderHint {
-		return int(n)
-	}
-	if mode == setenc.Exact {
-		return maxLoaderHint
-	}
-	maxIntset := uint64(min(max(lim.MaxIntsetEntries, 0), 1<<30))
-	if n <= maxIntset {
-		return int(n) // starts as an intset, which grows with its members
-	}
-	return int(max(maxIntset+1, maxLoaderHint))
-}
+// loaderHint is the member count passed to setenc.NewLoader, which decides
+// the starting encoding by it as Redis does but sizes its allocation only up
+// to a bound (the count is the file's claim, not what it holds).
+func loaderHint(n uint64) int { return int(min(n, 1<<40)) }
 
 // finish verifies the trailer after OpEOF and returns io.EOF on success.
 func (r *Reader) finish() error {

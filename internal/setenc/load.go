@@ -83,7 +83,9 @@ type Loader struct {
 func NewLoader(count int, lim Limits, mode LoadMode) *Loader {
 	l := &Loader{lim: lim, mode: mode}
 	if mode == Exact || count > lim.maxIntset() {
-		l.set = tableSet(hashtable.New(count))
+		// count comes from an untrusted file: size for it only up to a bound,
+		// and let a real set of that size grow as its members arrive.
+		l.set = tableSet(hashtable.New(min(count, 1<<16)))
 	} else {
 		l.set = newIntset()
 	}

@@ -2,11 +2,9 @@ package listpack
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"slices"
 
 	"raftset/internal/strictint"
 )
@@ -119,7 +117,7 @@ var dupSeed = maphash.MakeSeed()
 
 type hashPos struct {
 	h uint64
-	p int
+	p int // entry offset + 1; 0 marks a free slot
 }
 
 // ValidateSet is Validate(b, true) plus Redis's set check
@@ -137,25 +135,35 @@ func ValidateSet(b []byte) error {
 	if n < 2 {
 		return nil
 	}
-	var stack [128]hashPos
-	hs := stack[:0]
-	if n > len(stack) {
-		hs = make([]hashPos, 0, n)
+	// Open addressing over member hashes, at most half full: for the sets
+	// that listpacks hold (≤ 128 members by default) the table lives on the
+	// stack, and each member costs one hash and usually one probe.
+	size := 8
+	for size < 2*n {
+		size *= 2
 	}
-	var buf [strictint.MaxLen]byte
+	var stack [256]hashPos
+	var tab []hashPos
+	if size <= len(stack) {
+		tab = stack[:size]
+	} else {
+		tab = make([]hashPos, size)
+	}
+	mask := uint64(size - 1)
+	var buf, obuf [strictint.MaxLen]byte
 	for p := First(b); p >= 0; p = Next(b, p) {
-		hs = append(hs, hashPos{maphash.Bytes(dupSeed, memberView(buf[:0], b, p)), p})
-	}
-	slices.SortFunc(hs, func(x, y hashPos) int { return cmp.Compare(x.h, y.h) })
-	var abuf, bbuf [strictint.MaxLen]byte
-	for i := 1; i < len(hs); i++ {
-		// Compare against every earlier entry with the same hash (a run).
-		for j := i - 1; j >= 0 && hs[j].h == hs[i].h; j-- {
-			x := memberView(abuf[:0], b, hs[j].p)
-			y := memberView(bbuf[:0], b, hs[i].p)
-			if bytes.Equal(x, y) {
-				p, q := min(hs[i].p, hs[j].p), max(hs[i].p, hs[j].p)
-				return corrupt("duplicate set member %q: entries at offsets %d and %d", string(x), p, q)
+		m := memberView(buf[:0], b, p)
+		h := maphash.Bytes(dupSeed, m)
+		for i := h & mask; ; i = (i + 1) & mask {
+			s := &tab[i]
+			if s.p == 0 {
+				s.h, s.p = h, p+1
+				break
+			}
+			if s.h == h {
+				if o := memberView(obuf[:0], b, s.p-1); bytes.Equal(o, m) {
+					return corrupt("duplicate set member %q: entries at offsets %d and %d", string(m), s.p-1, p)
+				}
 			}
 		}
 	}
