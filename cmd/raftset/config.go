@@ -24,6 +24,7 @@ type Config struct {
 	Dir                string
 	SnapshotThreshold  uint64
 	SnapshotInterval   time.Duration
+	TrailingLogs       uint64
 	RequirePass        string
 	MaxIntsetEntries   int
 	MaxListpackEntries int
@@ -102,6 +103,16 @@ func directives() []directive {
 				return nil
 			},
 			func(c *Config) string { return c.SnapshotInterval.String() }},
+		{"trailing-logs",
+			func(c *Config, v string) error {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil || n == 0 {
+					return errors.New("must be a positive integer")
+				}
+				c.TrailingLogs = n
+				return nil
+			},
+			func(c *Config) string { return strconv.FormatUint(c.TrailingLogs, 10) }},
 		stringDirective("requirepass", func(c *Config) *string { return &c.RequirePass }),
 		intDirective("set-max-intset-entries", func(c *Config) *int { return &c.MaxIntsetEntries }, 0),
 		intDirective("set-max-listpack-entries", func(c *Config) *int { return &c.MaxListpackEntries }, 0),

@@ -1,16 +1,55 @@
+// Command raftset runs a raftset node, or works on RDB files.
+//
+//	raftset [server] [config-file] [--name value ...]   run a node (the default)
+//	raftset rdb check|dump [--db N] FILE                 inspect an RDB file
+//	raftset version
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
-// Placeholder until the real entry point lands: it only dispatches
-// `raftset rdb ...`.
+// version is raftset's release; reported by INFO as raftset_version.
+const version = "0.1.0"
+
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "rdb" {
-		os.Exit(runRDB(os.Args[2:], os.Stdout, os.Stderr))
-	}
-	fmt.Fprintln(os.Stderr, "usage: raftset rdb check|dump [--db N] FILE")
-	os.Exit(2)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "rdb":
+			return runRDB(args[1:], stdout, stderr)
+		case "version", "--version", "-v":
+			fmt.Fprintf(stdout, "raftset %s\n", version)
+			return 0
+		case "help", "--help", "-h":
+			fmt.Fprint(stdout, usage)
+			return 0
+		case "server":
+			args = args[1:]
+		}
+	}
+	cfg, err := LoadConfig(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "raftset: %v\n", err)
+		return 2
+	}
+	if err := serve(cfg, stderr); err != nil {
+		fmt.Fprintf(stderr, "raftset: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+const usage = `usage:
+  raftset [server] [config-file] [--name value ...]   run a node (single node by default)
+  raftset rdb check [--db N] FILE                      verify an RDB file, print its summary
+  raftset rdb dump  [--db N] FILE                      print every key as one JSON object per line
+  raftset version
+
+Directives (config file "name value", or --name value): see cmd/raftset/default.conf.
+`

@@ -26,7 +26,7 @@ func vectorDir(t *testing.T) string {
 	return dir
 }
 
-func run(args ...string) (code int, stdout, stderr string) {
+func runRDBArgs(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
 	code = runRDB(args, &o, &e)
 	return code, o.String(), e.String()
@@ -34,7 +34,7 @@ func run(args ...string) (code int, stdout, stderr string) {
 
 func TestRDBCheck(t *testing.T) {
 	file := filepath.Join(vectorDir(t), "redis-7.2.6", "rdbcompression-yes", "expiry.rdb")
-	code, out, errOut := run("check", file)
+	code, out, errOut := runRDBArgs("check", file)
 	if code != 0 {
 		t.Fatalf("rdb check exit = %d, want 0; stderr: %s", code, errOut)
 	}
@@ -45,7 +45,7 @@ func TestRDBCheck(t *testing.T) {
 			t.Errorf("rdb check output lacks %q:\n%s", want, out)
 		}
 	}
-	if code, out, _ := run("check", "--db", "1", file); code != 0 || !strings.Contains(out, "OK: 0 keys") {
+	if code, out, _ := runRDBArgs("check", "--db", "1", file); code != 0 || !strings.Contains(out, "OK: 0 keys") {
 		t.Errorf("rdb check --db 1 = %d,\n%s\nwant 0 keys", code, out)
 	}
 }
@@ -65,24 +65,24 @@ func TestRDBCheckCorrupt(t *testing.T) {
 		if err := os.WriteFile(path, bad, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		code, _, errOut := run("check", path)
+		code, _, errOut := runRDBArgs("check", path)
 		if code != 1 || !strings.Contains(errOut, "FAIL") {
 			t.Errorf("rdb check of a %s file: exit %d, stderr %q; want exit 1 and FAIL", name, code, errOut)
 		}
 		if name != "trailing" {
-			if code, _, _ := run("dump", path); code != 1 {
+			if code, _, _ := runRDBArgs("dump", path); code != 1 {
 				t.Errorf("rdb dump of a %s file: exit %d, want 1", name, code)
 			}
 		}
 	}
-	if code, _, _ := run("check", filepath.Join(dir, "missing.rdb")); code != 1 {
+	if code, _, _ := runRDBArgs("check", filepath.Join(dir, "missing.rdb")); code != 1 {
 		t.Errorf("rdb check of a missing file: exit %d, want 1", code)
 	}
 }
 
 func TestRDBUsage(t *testing.T) {
 	for _, args := range [][]string{nil, {"frob"}, {"check"}, {"dump", "a", "b"}, {"check", "--db", "x", "f"}} {
-		if code, _, errOut := run(args...); code != 2 || !strings.Contains(errOut, "usage") {
+		if code, _, errOut := runRDBArgs(args...); code != 2 || !strings.Contains(errOut, "usage") {
 			t.Errorf("runRDB(%q) = %d, %q; want 2 and usage", args, code, errOut)
 		}
 	}
@@ -109,7 +109,7 @@ func TestRDBDump(t *testing.T) {
 			if err := json.Unmarshal(js, &want); err != nil {
 				t.Fatal(err)
 			}
-			code, out, errOut := run("dump", base+".rdb")
+			code, out, errOut := runRDBArgs("dump", base+".rdb")
 			if code != 0 {
 				t.Fatalf("rdb dump exit = %d: %s", code, errOut)
 			}

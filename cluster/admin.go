@@ -1,0 +1,482 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"raftset/internal/command"
+)
+
+// Admin runs a node command: SAVE, BGSAVE, LASTSAVE, DEBUG, ROLE, WAIT and
+// CONFIG. args[0] is the name; arity is already checked by the front end.
+func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
+	if len(args) == 0 {
+		return replyErrNothingToAdmin
+	}
+	switch strings.ToLower(string(args[0])) {
+	case "save":
+		if err := n.snapshotNow(); err != nil {
+			return command.Error("ERR " + err.Error())
+		}
+		return command.OK
+	case "bgsave":
+		return n.bgSave(args)
+	case "lastsave":
+		return command.AppendInt(nil, n.lastSaveTime())
+	case "debug":
+		return n.debug(ctx, args)
+	case "role":
+		return n.role()
+	case "wait":
+		return n.wait(ctx, args)
+	case "config":
+		return n.config(ctx, args)
+	}
+	return command.Error(command.ErrUnknownCommand(string(args[0]), args[1:]))
+}
+
+// snapshotNow takes a Raft snapshot (the state machine writes an RDB file)
+// and waits for it. Nothing new to snapshot counts as saved.
+func (n *Node) snapshotNow() error {
+	n.saveMu.Lock()
+	defer n.saveMu.Unlock()
+	err := n.raft.Snapshot().Error()
+	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		err = nil
+	}
+	if err != nil {
+		n.log.Warn("snapshot failed", "error", err)
+		return fmt.Errorf("snapshot failed: %w", err)
+	}
+	n.lastSave.Store(time.Now().Unix())
+	n.st.saves.Add(1)
+	return nil
+}
+
+func (n *Node) bgSave(args [][]byte) []byte {
+	if len(args) > 2 || (len(args) == 2 && !strings.EqualFold(string(args[1]), "schedule")) {
+		return command.Error(command.ErrSyntax)
+	}
+	if n.isClosing() {
+		return replyTryAgainClosing
+	}
+	if !n.bgsave.CompareAndSwap(false, true) {
+		if len(args) == 2 {
+			return command.AppendSimple(nil, "Background saving scheduled")
+		}
+		return command.Error("ERR Background save already in progress")
+	}
+	// Not in n.wg: it only waits on a Raft future, which Raft resolves at
+	// shutdown.
+	go func() {
+		defer n.bgsave.Store(false)
+		_ = n.snapshotNow()
+	}()
+	return command.AppendSimple(nil, "Background saving started")
+}
+
+// lastSaveTime is LASTSAVE: the Unix time of the newest snapshot, or of the
+// node's start when it has none newer.
+func (n *Node) lastSaveTime() int64 {
+	t := n.lastSave.Load()
+	if list, err := n.snaps.List(); err == nil && len(list) > 0 {
+		if ms := snapshotMillis(list[0].ID); ms/1000 > t {
+			t = ms / 1000
+		}
+	}
+	return t
+}
+
+// snapshotMillis parses the creation time out of a snapshot id
+// (term-index-unixms), 0 if it has none.
+func snapshotMillis(id string) int64 {
+	i := strings.LastIndexByte(id, '-')
+	if i < 0 {
+		return 0
+	}
+	ms, err := strconv.ParseInt(id[i+1:], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return ms
+}
+
+func (n *Node) debug(ctx context.Context, args [][]byte) []byte {
+	if len(args) < 2 {
+		return command.Error(command.ErrArity("debug"))
+	}
+	switch strings.ToLower(string(args[1])) {
+	case "digest", "digest-value":
+		// On the leader the digest covers every acknowledged write (a
+		// linearizable read: after a restart, the log replay too); on a
+		// follower it is of this replica as it is, for comparing replicas.
+		return n.Read(ctx, args, n.raft.State() != raft.Leader)
+	case "reload":
+		return n.debugReload(ctx)
+	case "set-active-expire":
+		if len(args) != 3 {
+			return command.Error(command.ErrSyntax)
+		}
+		n.activeExpire.Store(string(args[2]) != "0")
+		return command.OK
+	case "sleep":
+		if len(args) != 3 {
+			return command.Error(command.ErrSyntax)
+		}
+		secs, err := strconv.ParseFloat(string(args[2]), 64)
+		if err != nil || secs < 0 {
+			return command.Error(command.ErrNotFloat)
+		}
+		t := time.NewTimer(time.Duration(secs * float64(time.Second)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return command.OK
+	case "change-repl-id", "quicklist-packed-threshold":
+		return command.OK
+	case "help":
+		lines := []string{
+			"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"DIGEST", "    Output a hex signature representing the current DB content.",
+			"DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
+			"OBJECT <key>", "    Show low level info about the key and associated value.",
+			"RELOAD", "    Save the RDB on disk and reload it back to memory.",
+			"SET-ACTIVE-EXPIRE <0|1>", "    Setting it to 0 disables expiring keys in the background.",
+			"SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed.",
+		}
+		out := command.AppendArray(nil, len(lines))
+		for _, l := range lines {
+			out = command.AppendSimple(out, l)
+		}
+		return out
+	}
+	return command.Error("ERR unknown subcommand '" + string(args[1]) + "'. Try DEBUG HELP.")
+}
+
+// debugReload is DEBUG RELOAD: write this node's state as an RDB file and
+// load it back in place, as Redis's test suite uses it to check that a
+// save/load round trip keeps everything. The load is an exact restore (the
+// file carries the replicated metadata too), so the state after it is the
+// state before it and replicas do not diverge. Nothing may be applied in
+// between, so it runs only on the leader, with the proposer paused and a
+// barrier applied first.
+func (n *Node) debugReload(ctx context.Context) []byte {
+	if n.raft.State() != raft.Leader {
+		return command.Error("ERR DEBUG RELOAD runs only on the leader")
+	}
+	n.w.pause.Lock()
+	defer n.w.pause.Unlock()
+	if err := n.raft.Barrier(n.cfg.BarrierTimeout).Error(); err != nil {
+		return command.Error("ERR DEBUG RELOAD: barrier: " + err.Error())
+	}
+	if err := ctx.Err(); err != nil {
+		return command.Error("ERR DEBUG RELOAD: " + err.Error())
+	}
+	var buf bytes.Buffer
+	if err := n.fsm.WriteRDB(&buf); err != nil {
+		return command.Error("ERR DEBUG RELOAD: write: " + err.Error())
+	}
+	if err := n.fsm.Restore(io.NopCloser(&buf)); err != nil {
+		n.log.Error("debug reload failed to load back its own file; state unchanged", "error", err)
+		return command.Error("ERR DEBUG RELOAD: load: " + err.Error())
+	}
+	return command.OK
+}
+
+// role is ROLE. Addresses are Raft addresses until the client port of each
+// node is known cluster-wide.
+func (n *Node) role() []byte {
+	offset := int64(n.fsm.AppliedIndex())
+	if n.raft.State() == raft.Leader {
+		out := command.AppendArray(nil, 3)
+		out = command.AppendBulkString(out, "master")
+		out = command.AppendInt(out, offset)
+		others := n.otherServers()
+		out = command.AppendArray(out, len(others))
+		for _, s := range others {
+			host, port := splitAddr(string(s.Address))
+			out = command.AppendArray(out, 3)
+			out = command.AppendBulkString(out, host)
+			out = command.AppendBulkString(out, port)
+			out = command.AppendBulkString(out, "0")
+		}
+		return out
+	}
+	addr, _ := n.Leader()
+	host, port := splitAddr(addr)
+	state := "connected"
+	if addr == "" {
+		state = "connect"
+	}
+	p, _ := strconv.ParseInt(port, 10, 64)
+	out := command.AppendArray(nil, 5)
+	out = command.AppendBulkString(out, "slave")
+	out = command.AppendBulkString(out, host)
+	out = command.AppendInt(out, p)
+	out = command.AppendBulkString(out, state)
+	return command.AppendInt(out, offset)
+}
+
+// otherServers returns the configuration's servers other than this node.
+func (n *Node) otherServers() []raft.Server {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var out []raft.Server
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) != n.cfg.NodeID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func splitAddr(addr string) (host, port string) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, "0"
+	}
+	return h, p
+}
+
+// wait is WAIT numreplicas timeout. Raft acknowledges a write only once a
+// quorum stores it, so once this leader's last entry is committed at least
+// quorum-1 other voters hold it; hashicorp/raft does not expose how far
+// each follower got, so that is the count reported.
+func (n *Node) wait(ctx context.Context, args [][]byte) []byte {
+	if len(args) != 3 {
+		return command.Error(command.ErrArity("wait"))
+	}
+	want, err1 := strconv.ParseInt(string(args[1]), 10, 64)
+	ms, err2 := strconv.ParseInt(string(args[2]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return command.Error(command.ErrNotInteger)
+	}
+	if ms < 0 {
+		return command.Error("ERR timeout is negative")
+	}
+	if want <= 0 {
+		return command.Zero
+	}
+	var deadline <-chan time.Time
+	if ms > 0 {
+		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+		defer t.Stop()
+		deadline = t.C
+	}
+	voters := 0
+	for _, s := range n.otherServers() {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	acked := 0
+	if voters > 0 && n.raft.State() == raft.Leader {
+		target := n.raft.LastIndex()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for n.raft.CommitIndex() < target {
+			select {
+			case <-tick.C:
+			case <-deadline:
+				return command.Zero
+			case <-ctx.Done():
+				return command.Zero
+			case <-n.stopCh:
+				return command.Zero
+			}
+		}
+		acked = (voters + 1) / 2 // a quorum of the voters+1 servers, less this node
+	}
+	if int64(acked) >= want {
+		return command.AppendInt(nil, int64(acked))
+	}
+	select {
+	case <-deadline:
+	case <-ctx.Done():
+	case <-n.stopCh:
+	}
+	return command.AppendInt(nil, int64(acked))
+}
+
+// configParam is one parameter of CONFIG GET/SET.
+type configParam struct {
+	name string
+	get  func(n *Node) string
+	// set validates v and returns an error reply, or the change to make;
+	// replicated parameters return a log op instead.
+	replicated bool
+	check      func(v string) error
+	apply      func(n *Node, v string) error // local parameters
+}
+
+func configParams() []configParam {
+	limit := func(f func(n *Node) int) func(n *Node) string {
+		return func(n *Node) string { return strconv.Itoa(f(n)) }
+	}
+	nonNegInt := func(v string) error {
+		x, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || x < 0 {
+			return errors.New("argument must be a non-negative integer")
+		}
+		return nil
+	}
+	readOnly := func(v string) func(n *Node) string { return func(*Node) string { return v } }
+	return []configParam{
+		{name: "set-max-intset-entries", get: limit(func(n *Node) int { return n.fsm.Limits().MaxIntsetEntries }), replicated: true, check: nonNegInt},
+		{name: "set-max-listpack-entries", get: limit(func(n *Node) int { return n.fsm.Limits().MaxListpackEntries }), replicated: true, check: nonNegInt},
+		{name: "set-max-listpack-value", get: limit(func(n *Node) int { return n.fsm.Limits().MaxListpackValue }), replicated: true, check: nonNegInt},
+		{
+			name:  "snapshot-threshold",
+			get:   func(n *Node) string { return strconv.FormatUint(n.raft.ReloadableConfig().SnapshotThreshold, 10) },
+			check: nonNegInt,
+			apply: func(n *Node, v string) error {
+				x, _ := strconv.ParseUint(v, 10, 64)
+				rc := n.raft.ReloadableConfig()
+				rc.SnapshotThreshold = x
+				return n.raft.ReloadConfig(rc)
+			},
+		},
+		{
+			name: "snapshot-interval",
+			get:  func(n *Node) string { return n.raft.ReloadableConfig().SnapshotInterval.String() },
+			check: func(v string) error {
+				d, err := parseInterval(v)
+				if err != nil || d <= 0 {
+					return errors.New("argument must be a positive duration (\"30s\") or number of seconds")
+				}
+				return nil
+			},
+			apply: func(n *Node, v string) error {
+				d, _ := parseInterval(v)
+				rc := n.raft.ReloadableConfig()
+				rc.SnapshotInterval = d
+				return n.raft.ReloadConfig(rc)
+			},
+		},
+		// Read-only answers that Redis clients and tools ask for.
+		{name: "appendonly", get: readOnly("no")},
+		{name: "save", get: readOnly("")},
+		{name: "databases", get: readOnly("1")},
+		{name: "maxmemory", get: readOnly("0")},
+		{name: "maxmemory-policy", get: readOnly("noeviction")},
+	}
+}
+
+func parseInterval(v string) (time.Duration, error) {
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Duration(s) * time.Second, nil
+	}
+	return time.ParseDuration(v)
+}
+
+func (n *Node) config(ctx context.Context, args [][]byte) []byte {
+	if len(args) < 2 {
+		return command.Error(command.ErrArity("config"))
+	}
+	sub := strings.ToLower(string(args[1]))
+	switch sub {
+	case "get":
+		if len(args) < 3 {
+			return command.Error(command.ErrArity("config|get"))
+		}
+		var pairs []string
+		for _, p := range configParams() {
+			for _, pat := range args[2:] {
+				if ok, _ := path.Match(strings.ToLower(string(pat)), p.name); ok {
+					pairs = append(pairs, p.name, p.get(n))
+					break
+				}
+			}
+		}
+		out := command.AppendArray(nil, len(pairs))
+		for _, s := range pairs {
+			out = command.AppendBulkString(out, s)
+		}
+		return out
+	case "set":
+		return n.configSet(ctx, args)
+	case "resetstat":
+		return command.OK
+	case "help":
+		lines := []string{
+			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+			"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+			"RESETSTAT", "    Reset statistics reported by the INFO command.",
+		}
+		out := command.AppendArray(nil, len(lines))
+		for _, l := range lines {
+			out = command.AppendSimple(out, l)
+		}
+		return out
+	}
+	return command.Error("ERR unknown subcommand '" + string(args[1]) + "'. Try CONFIG HELP.")
+}
+
+// configSet is CONFIG SET name value [name value ...]: every pair is checked
+// first; set-max-* go through the log (one entry), the rest are local.
+func (n *Node) configSet(ctx context.Context, args [][]byte) []byte {
+	if len(args) < 4 || len(args)%2 != 0 {
+		return command.Error(command.ErrArity("config|set"))
+	}
+	params := configParams()
+	var ops []command.Op
+	type local struct {
+		p *configParam
+		v string
+	}
+	var locals []local
+	seen := map[string]bool{}
+	for i := 2; i < len(args); i += 2 {
+		name := strings.ToLower(string(args[i]))
+		v := string(args[i+1])
+		var p *configParam
+		for j := range params {
+			if params[j].name == name {
+				p = &params[j]
+			}
+		}
+		if p == nil || p.check == nil {
+			return command.Error("ERR Unknown option or number of arguments for CONFIG SET - '" + string(args[i]) + "'")
+		}
+		if seen[name] {
+			return command.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - duplicate parameter")
+		}
+		seen[name] = true
+		if err := p.check(v); err != nil {
+			return command.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
+		}
+		if p.replicated {
+			ops = append(ops, command.Cmd([]byte("config"), []byte("set"), []byte(name), []byte(v)))
+		} else {
+			locals = append(locals, local{p, v})
+		}
+	}
+	if len(ops) > 0 {
+		for _, r := range n.w.submit(ctx, ops, true) {
+			if command.IsError(r) {
+				return r
+			}
+		}
+	}
+	for _, l := range locals {
+		if err := l.p.apply(n, l.v); err != nil {
+			return command.Error("ERR CONFIG SET failed (possibly related to argument '" + l.p.name + "') - " + err.Error())
+		}
+	}
+	return command.OK
+}

@@ -1,0 +1,9 @@
+package cluster
+
+import (
+	"testing"
+
+	"raftset/fsm"
+)
+
+func newBenchFSM(testing.TB) stateMachine { return fsm.New(fsm.Config{}) }

@@ -1,0 +1,219 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// Peer is a voting member of a statically bootstrapped cluster.
+type Peer struct {
+	ID   string // the node's stable id (raft.ServerID)
+	Addr string // the node's Raft address, host:port
+}
+
+// Config configures a Node. Start from DefaultConfig; cmd/ maps flags onto it.
+type Config struct {
+	// NodeID is the node's stable identity in the cluster (raft.ServerID).
+	// The caller persists it; addresses may change, the id may not.
+	NodeID string
+	// RaftBind is the host:port the Raft transport listens on.
+	RaftBind string
+	// RaftAdvertise is the address peers dial; default the address the
+	// transport listens on (RaftBind, with the port chosen when it is 0).
+	RaftAdvertise string
+	// DataDir holds raft.db (log and stable store) and snapshots/.
+	DataDir string
+
+	// Bootstrap makes a node whose store is empty bootstrap a cluster of
+	// itself plus Peers. Every node of a static cluster may be given the same
+	// Peers; a node with existing state ignores it.
+	Bootstrap bool
+	// Peers are the other voters of a static bootstrap (this node excluded or
+	// included; it is deduplicated by id).
+	Peers []Peer
+
+	// SnapshotThreshold is how many log entries since the last snapshot
+	// trigger a new one. Default 8192.
+	SnapshotThreshold uint64
+	// SnapshotInterval is how often Raft checks SnapshotThreshold. Default 30s.
+	SnapshotInterval time.Duration
+	// SnapshotRetain is how many snapshots are kept on disk. Default 2.
+	SnapshotRetain int
+	// TrailingLogs is how many entries stay in the log after a snapshot, so a
+	// slightly lagging follower catches up without a snapshot. Default 10240.
+	TrailingLogs uint64
+
+	// Raft timers; the defaults are hashicorp/raft's.
+	HeartbeatTimeout   time.Duration // default 1s
+	ElectionTimeout    time.Duration // default 1s
+	LeaderLeaseTimeout time.Duration // default 500ms
+	CommitTimeout      time.Duration // default 50ms
+
+	// ApplyTimeout bounds how long a proposal waits to enter Raft's queue;
+	// past it the write is refused (-TRYAGAIN: it was not appended).
+	// Default 5s.
+	ApplyTimeout time.Duration
+	// BarrierTimeout bounds the barrier a new leader commits before it serves
+	// linearizable reads. Default 10s.
+	BarrierTimeout time.Duration
+
+	// MaxEntryBytes caps one log entry (a group of writes). Default
+	// raft.SuggestedMaxDataSize (512 KiB); a single command bigger than this
+	// is refused.
+	MaxEntryBytes int
+	// MaxEntryOps caps the number of ops in one log entry. Default 4096.
+	MaxEntryOps int
+	// MaxInflight caps the entries proposed but not yet applied; the proposer
+	// waits past it. Default 64.
+	MaxInflight int
+
+	// Logger is the parent logger; the node logs as "cluster" and Raft as
+	// "raft". Default: hclog's default logger at Info.
+	Logger hclog.Logger
+
+	// InMemory keeps the log, stable store and snapshots in memory and, unless
+	// Transport is set, uses an in-memory transport. For tests.
+	InMemory bool
+	// Transport overrides the Raft transport (tests connect
+	// raft.InmemTransports with it). Raft closes it on shutdown.
+	Transport raft.Transport
+
+	// wrapLogStore wraps the log store (tests: simulated disk latency).
+	wrapLogStore func(raft.LogStore) raft.LogStore
+}
+
+// DefaultConfig returns a Config with every tunable set; NodeID, RaftBind and
+// DataDir are left for the caller.
+func DefaultConfig() Config {
+	return Config{
+		SnapshotThreshold:  8192,
+		SnapshotInterval:   30 * time.Second,
+		SnapshotRetain:     2,
+		TrailingLogs:       10240,
+		HeartbeatTimeout:   time.Second,
+		ElectionTimeout:    time.Second,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
+		ApplyTimeout:       5 * time.Second,
+		BarrierTimeout:     10 * time.Second,
+		MaxEntryBytes:      raft.SuggestedMaxDataSize,
+		MaxEntryOps:        4096,
+		MaxInflight:        64,
+	}
+}
+
+// fillDefaults sets every zero tunable to its default.
+func (c *Config) fillDefaults() {
+	d := DefaultConfig()
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = d.SnapshotThreshold
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = d.SnapshotInterval
+	}
+	if c.SnapshotRetain == 0 {
+		c.SnapshotRetain = d.SnapshotRetain
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = d.TrailingLogs
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = d.HeartbeatTimeout
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = d.ElectionTimeout
+	}
+	if c.LeaderLeaseTimeout == 0 {
+		c.LeaderLeaseTimeout = d.LeaderLeaseTimeout
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = d.CommitTimeout
+	}
+	if c.ApplyTimeout == 0 {
+		c.ApplyTimeout = d.ApplyTimeout
+	}
+	if c.BarrierTimeout == 0 {
+		c.BarrierTimeout = d.BarrierTimeout
+	}
+	if c.MaxEntryBytes == 0 {
+		c.MaxEntryBytes = d.MaxEntryBytes
+	}
+	if c.MaxEntryOps == 0 {
+		c.MaxEntryOps = d.MaxEntryOps
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = d.MaxInflight
+	}
+	if c.RaftAdvertise == "" && c.InMemory {
+		c.RaftAdvertise = c.NodeID
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info})
+	}
+}
+
+// Validate reports the first setting that cannot work. Zero tunables are
+// valid: New fills them with defaults.
+func (c *Config) Validate() error {
+	if c.NodeID == "" {
+		return errors.New("cluster: NodeID is empty")
+	}
+	if !c.InMemory {
+		if c.DataDir == "" {
+			return errors.New("cluster: DataDir is empty")
+		}
+		if c.Transport == nil {
+			if c.RaftBind == "" {
+				return errors.New("cluster: RaftBind is empty")
+			}
+			if _, _, err := net.SplitHostPort(c.RaftBind); err != nil {
+				return fmt.Errorf("cluster: RaftBind %q: %w", c.RaftBind, err)
+			}
+			if c.RaftAdvertise != "" {
+				if err := checkAdvertise(c.RaftAdvertise); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for i, p := range c.Peers {
+		if p.ID == "" || p.Addr == "" {
+			return fmt.Errorf("cluster: peer %d has an empty id or address", i)
+		}
+	}
+	if c.MaxEntryBytes < 0 || c.MaxEntryBytes > 64<<20 {
+		return fmt.Errorf("cluster: MaxEntryBytes %d out of range (0..64 MiB)", c.MaxEntryBytes)
+	}
+	if c.MaxEntryOps < 0 || c.MaxInflight < 0 || c.SnapshotRetain < 0 {
+		return errors.New("cluster: MaxEntryOps, MaxInflight and SnapshotRetain must not be negative")
+	}
+	lease, hb := c.LeaderLeaseTimeout, c.HeartbeatTimeout
+	if lease == 0 {
+		lease = DefaultConfig().LeaderLeaseTimeout
+	}
+	if hb == 0 {
+		hb = DefaultConfig().HeartbeatTimeout
+	}
+	if lease > hb {
+		return fmt.Errorf("cluster: LeaderLeaseTimeout %s exceeds HeartbeatTimeout %s", lease, hb)
+	}
+	return nil
+}
+
+// checkAdvertise refuses an advertise address peers cannot dial, as
+// raft.NewTCPTransport would with a less helpful message.
+func checkAdvertise(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("cluster: RaftAdvertise %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("cluster: RaftAdvertise %q is not a dialable address", addr)
+	}
+	return nil
+}

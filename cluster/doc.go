@@ -1,0 +1,40 @@
+// Package cluster is raftset's Raft node: hashicorp/raft with raft-boltdb/v2
+// as log and stable store (DataDir/raft.db, behind a LogCache) and a
+// raft.FileSnapshotStore (DataDir/snapshots, two kept) whose snapshots are the
+// state machine's RDB files. *Node implements the front end's Store
+// interface (Write, Read, ReadBatch, Watch, Admin, Info) without importing it.
+//
+// # Writes (propose.go)
+//
+// One proposer goroutine is the only caller of raft.Apply. It takes the
+// writes of every connection queued at that moment, prepares them on the
+// leader's clock (fsm.Prepare: syntax check, EXPIRE → PEXPIREAT), packs them
+// into one log entry (group commit, capped by MaxEntryBytes and MaxEntryOps)
+// and hands it to Raft without waiting for the commit; it only waits for
+// Raft's leader loop to have stored the previous entry, so each fsync
+// carries everything that arrived meanwhile. A completer goroutine gives
+// every op its reply from the entry's fsm.ApplyResult. Errors say whether
+// the write may have happened: -TRYAGAIN only when it certainly was not
+// appended, -CLUSTERDOWN when its outcome is unknown (design brief §2, §8).
+//
+// # Reads (read.go)
+//
+// Linearizable by default, with rqlite's recipe on hashicorp/raft: a leader
+// first commits a barrier of its own term, then per group of concurrent
+// readers: read index = commit index, one VerifyLeader, term unchanged; each
+// reader then waits until the state machine applied the read index and
+// reads. Stale reads skip all of it.
+//
+// # Expiry (expire.go)
+//
+// Only the leader deletes expired keys, by proposing "raftset.expire k..."
+// for keys the state machine samples, ten times a second.
+//
+// # Start and restart (node.go)
+//
+// A node with Bootstrap set and an empty store bootstraps itself with Peers.
+// On start the node restores the newest snapshot itself and refuses to start
+// (leaving the files alone) if it is damaged, instead of letting Raft fall
+// back to an older snapshot whose following log entries may be compacted;
+// Raft then replays the log after it.
+package cluster

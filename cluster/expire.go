@@ -1,0 +1,65 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"raftset/internal/command"
+)
+
+// Active expiry (design brief §4; redis-spec.md §8.3). Only the leader
+// deletes expired keys, and only through the log: ten times a second it asks
+// the state machine for a sample of expired keys and proposes
+// "raftset.expire key..." through the proposer; every replica removes a
+// proposed key only if it is still expired at that entry's time. Like
+// Redis's cycle, it repeats while more than a tenth of a sample was expired,
+// within a time budget. Followers never delete on their own.
+
+const (
+	expirePeriod = 100 * time.Millisecond // Redis's hz 10
+	expireSample = 20                     // keys per sample (ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP)
+	expireBudget = 25 * time.Millisecond  // 25% of a period, like Redis's slow cycle
+	// expireOp is the internal command the state machine applies.
+	expireOp = "raftset.expire"
+)
+
+func (n *Node) runExpiry() {
+	defer n.wg.Done()
+	t := time.NewTicker(expirePeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stopCh:
+			return
+		case <-t.C:
+		}
+		if n.activeExpire.Load() && n.raft.State() == raft.Leader {
+			n.expireCycle()
+		}
+	}
+}
+
+// expireCycle proposes the removal of sampled expired keys until a sample
+// is mostly live, the budget is spent, or leadership is lost.
+func (n *Node) expireCycle() {
+	deadline := time.Now().Add(expireBudget)
+	for !n.isClosing() {
+		keys := n.fsm.ExpiredKeys(time.Now().UnixMilli(), expireSample)
+		if len(keys) == 0 {
+			return
+		}
+		args := make([][]byte, 0, len(keys)+1)
+		args = append(args, []byte(expireOp))
+		args = append(args, keys...)
+		replies := n.w.submit(n.ctx, []command.Op{command.Cmd(args...)}, true)
+		if command.IsError(replies[0]) {
+			n.log.Debug("active expiry proposal failed", "keys", len(keys), "reply", string(replies[0]))
+			return
+		}
+		n.st.expired.Add(uint64(len(keys)))
+		if len(keys)*10 <= expireSample || time.Now().After(deadline) || n.raft.State() != raft.Leader {
+			return
+		}
+	}
+}

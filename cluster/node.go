@@ -1,0 +1,365 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// Node is one member of a raftset cluster: the Raft instance, its stores, the
+// proposer that is the only caller of raft.Apply, the linearizable read
+// barrier and the leader-only expiry sweeper. Its methods are safe for
+// concurrent use.
+type Node struct {
+	cfg  Config
+	log  hclog.Logger
+	fsm  stateMachine
+	raft *raft.Raft
+	logs raft.LogStore // LogCache over bolt (or the in-memory store), notifying
+	// stores counts and signals the log store's writes (pace).
+	stores *storeNotifier
+	bolt   *raftboltdb.BoltStore
+	snaps  raft.SnapshotStore
+
+	ctx     context.Context // canceled by Close
+	cancel  context.CancelFunc
+	stopCh  chan struct{} // closed by Close, before Raft shuts down
+	stopped chan struct{} // closed once Raft has shut down
+	wg      sync.WaitGroup
+	closing sync.Once
+
+	w  writer // write path (propose.go)
+	rd reader // read path (read.go)
+	st nodeStats
+
+	activeExpire atomic.Bool
+	bgsave       atomic.Bool
+	saveMu       sync.Mutex // one snapshot request at a time
+	lastSave     atomic.Int64
+	started      time.Time
+}
+
+// nodeStats are the node's own counters, reported by Info.
+type nodeStats struct {
+	entries      atomic.Uint64 // log entries proposed
+	ops          atomic.Uint64 // ops in them
+	expired      atomic.Uint64 // keys proposed for active expiry
+	readBarriers atomic.Uint64 // VerifyLeader rounds
+	reads        atomic.Uint64 // linearizable reads served
+	saves        atomic.Uint64 // snapshots taken on request
+	peakHeap     atomic.Uint64 // highest heap in use Info has seen
+}
+
+const (
+	raftDBFile     = "raft.db"
+	snapshotsDir   = "snapshots"
+	logCacheSize   = 1024
+	tcpMaxPool     = 3
+	tcpTimeout     = 10 * time.Second
+	closeGraceWait = 2 * time.Second
+)
+
+// newNode builds and starts a node over any state machine; New is the public
+// constructor for *fsm.FSM.
+func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
+	if f == nil {
+		return nil, errors.New("cluster: nil state machine")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.fillDefaults()
+	n := &Node{
+		cfg:     cfg,
+		log:     cfg.Logger.Named("cluster"),
+		fsm:     f,
+		stopCh:  make(chan struct{}),
+		stopped: make(chan struct{}),
+		started: time.Now(),
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.activeExpire.Store(true)
+	n.lastSave.Store(n.started.Unix())
+
+	var stable raft.StableStore
+	var trans raft.Transport
+	defer func() {
+		if err != nil {
+			n.cancel()
+			if n.bolt != nil {
+				n.bolt.Close()
+			}
+			if c, ok := trans.(raft.WithClose); ok && cfg.Transport == nil {
+				c.Close()
+			}
+		}
+	}()
+	if cfg.InMemory {
+		store := raft.NewInmemStore()
+		n.logs, stable = store, store
+		n.snaps = raft.NewInmemSnapshotStore()
+	} else {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("cluster: create data dir: %w", err)
+		}
+		n.bolt, err = raftboltdb.New(raftboltdb.Options{
+			Path: filepath.Join(cfg.DataDir, raftDBFile),
+			BoltOptions: &bbolt.Options{
+				Timeout:        time.Second, // another process holds the file: fail, don't hang
+				NoFreelistSync: true,
+				FreelistType:   bbolt.FreelistMapType,
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: open %s: %w", filepath.Join(cfg.DataDir, raftDBFile), err)
+		}
+		stable = n.bolt
+		if n.logs, err = raft.NewLogCache(logCacheSize, n.bolt); err != nil {
+			return nil, fmt.Errorf("cluster: log cache: %w", err)
+		}
+		n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: snapshot store: %w", err)
+		}
+	}
+	if cfg.wrapLogStore != nil {
+		n.logs = cfg.wrapLogStore(n.logs)
+	}
+	n.stores = &storeNotifier{LogStore: n.logs, signal: make(chan struct{}, 1)}
+	n.logs = n.stores
+	switch {
+	case cfg.Transport != nil:
+		trans = cfg.Transport
+	case cfg.InMemory:
+		_, trans = raft.NewInmemTransport(raft.ServerAddress(cfg.RaftAdvertise))
+	default:
+		var adv net.Addr // nil: the listener's address
+		if cfg.RaftAdvertise != "" {
+			if adv, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise); err != nil {
+				return nil, fmt.Errorf("cluster: resolve RaftAdvertise %q: %w", cfg.RaftAdvertise, err)
+			}
+		}
+		trans, err = raft.NewTCPTransportWithLogger(cfg.RaftBind, adv, tcpMaxPool, tcpTimeout, cfg.Logger.Named("raft-net"))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: listen on %s: %w", cfg.RaftBind, err)
+		}
+	}
+
+	// Restore the latest snapshot ourselves, so that a damaged one stops the
+	// node instead of Raft silently falling back to an older snapshot whose
+	// log suffix was already compacted away.
+	floor, err := n.restoreLatest(f)
+	if err != nil {
+		return nil, err
+	}
+	n.rd.floor.Store(floor)
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.NoSnapshotRestoreOnStart = true // done above
+	rc.Logger = cfg.Logger.Named("raft")
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("cluster: raft config: %w", err)
+	}
+
+	var bootstrap bool
+	if cfg.Bootstrap {
+		has, err := raft.HasExistingState(n.logs, stable, n.snaps)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: inspect raft state: %w", err)
+		}
+		bootstrap = !has
+	}
+
+	n.raft, err = raft.NewRaft(rc, f, n.logs, stable, n.snaps, trans)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	if bootstrap {
+		conf := raft.Configuration{Servers: []raft.Server{{
+			Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr(),
+		}}}
+		for _, p := range cfg.Peers {
+			if p.ID == cfg.NodeID {
+				continue
+			}
+			conf.Servers = append(conf.Servers, raft.Server{
+				Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr),
+			})
+		}
+		if err := n.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			n.raft.Shutdown().Error()
+			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+		n.log.Info("bootstrapped cluster", "servers", len(conf.Servers))
+	}
+
+	n.w.init(n)
+	n.rd.init()
+	n.wg.Add(4)
+	go n.runProposer()
+	go n.runCompleter()
+	go n.runReadBarrier()
+	go n.runExpiry()
+	return n, nil
+}
+
+// restoreLatest restores the newest snapshot into f and returns its index (0
+// with no snapshot). Any problem with the newest snapshot is an error that
+// names the files, which are left untouched.
+func (n *Node) restoreLatest(f stateMachine) (uint64, error) {
+	list, err := n.snaps.List()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: list snapshots: %w", err)
+	}
+	if !n.cfg.InMemory {
+		if err := n.checkSnapshotDirs(list); err != nil {
+			return 0, err
+		}
+	}
+	if len(list) == 0 {
+		return 0, nil
+	}
+	latest := list[0]
+	where := latest.ID
+	if !n.cfg.InMemory {
+		where = filepath.Join(n.cfg.DataDir, snapshotsDir, latest.ID)
+	}
+	meta, rc, err := n.snaps.Open(latest.ID)
+	if err != nil {
+		return 0, fmt.Errorf("%w: open %s: %v (files left untouched; move that directory away to fall back to an older snapshot, which may lose writes whose log entries were compacted)",
+			ErrCorruptSnapshot, where, err)
+	}
+	defer rc.Close()
+	start := time.Now()
+	if err := f.Restore(rc); err != nil {
+		return 0, fmt.Errorf("%w: restore %s (index %d): %v (files left untouched; move that directory away to fall back to an older snapshot, which may lose writes whose log entries were compacted)",
+			ErrCorruptSnapshot, where, meta.Index, err)
+	}
+	n.log.Info("restored snapshot", "id", latest.ID, "index", meta.Index, "term", meta.Term,
+		"size", meta.Size, "took", time.Since(start))
+	return meta.Index, nil
+}
+
+// checkSnapshotDirs refuses a snapshot directory whose metadata the file
+// store cannot read and that is newer than the newest listed snapshot (the
+// store would skip it silently).
+func (n *Node) checkSnapshotDirs(list []*raft.SnapshotMeta) error {
+	dir := filepath.Join(n.cfg.DataDir, snapshotsDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("cluster: read %s: %w", dir, err)
+	}
+	listed := make(map[string]bool, len(list))
+	for _, m := range list {
+		listed[m.ID] = true
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || strings.HasSuffix(name, ".tmp") || listed[name] {
+			continue
+		}
+		if len(list) == 0 || snapshotNewer(name, list[0]) {
+			return fmt.Errorf("%w: %s has no readable meta.json (files left untouched)",
+				ErrCorruptSnapshot, filepath.Join(dir, name))
+		}
+	}
+	return nil
+}
+
+// snapshotNewer reports whether the snapshot directory name (term-index-ms)
+// sorts after meta, as the file store orders snapshots.
+func snapshotNewer(name string, meta *raft.SnapshotMeta) bool {
+	var term, index, ms uint64
+	if _, err := fmt.Sscanf(name, "%d-%d-%d", &term, &index, &ms); err != nil {
+		return true // unparseable: be safe, it may be the newest
+	}
+	if term != meta.Term {
+		return term > meta.Term
+	}
+	if index != meta.Index {
+		return index > meta.Index
+	}
+	return name > meta.ID
+}
+
+// Close shuts Raft down cleanly and stops every goroutine of the node.
+// Queued writes not yet proposed get -TRYAGAIN; proposed ones whose outcome
+// Raft does not report get -CLUSTERDOWN. Close is idempotent.
+func (n *Node) Close() error {
+	var err error
+	n.closing.Do(func() {
+		close(n.stopCh)
+		n.cancel()
+		err = n.raft.Shutdown().Error()
+		close(n.stopped)
+		done := make(chan struct{})
+		go func() { n.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(closeGraceWait):
+			// Raft drops futures of entries still queued for its FSM
+			// goroutine at shutdown; a goroutine waiting on one never
+			// returns. Callers were released through n.stopped.
+			n.log.Warn("some raft futures were never resolved at shutdown")
+		}
+		if n.bolt != nil {
+			if cerr := n.bolt.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("cluster: close: %w", err)
+		}
+	})
+	return err
+}
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// IsLeader reports whether this node is the Raft leader right now (not a
+// linearizable check: see Read).
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the current leader's Raft address and id, empty if unknown.
+func (n *Node) Leader() (addr, id string) {
+	a, i := n.raft.LeaderWithID()
+	return string(a), string(i)
+}
+
+// AppliedIndex returns the index of the last command entry the state machine
+// applied on this node.
+func (n *Node) AppliedIndex() uint64 { return n.fsm.AppliedIndex() }
+
+// isClosing reports whether Close has begun.
+func (n *Node) isClosing() bool {
+	select {
+	case <-n.stopCh:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,534 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"raftset/internal/command"
+)
+
+// The write path (design brief §1, §2; style.md item 14).
+//
+// Every Write call becomes one writeReq on a queue. A single proposer
+// goroutine takes everything queued, prepares each command (syntax check and
+// relative→absolute time rewrite, on the leader's clock), packs the ops of
+// many callers into one log entry (group commit) stamped with the leader's
+// time, and hands it to raft.Apply: the only call of raft.Apply in raftset.
+// It does not wait for the entry to commit, only for Raft to have stored it
+// (pace), so several entries are in flight: one being fsynced, earlier ones
+// being replicated, committed and applied. A completer goroutine waits on
+// the futures in order and gives every op its reply from the entry's
+// fsm.ApplyResult.
+//
+// A request may span entries (only when it is bigger than one entry); a
+// single op bigger than an entry is refused before proposing.
+
+// writeReq states, guarded by writeReq.mu.
+
+const (
+	reqQueued    uint8 = iota // on the queue, untouched
+	reqTaken                  // the proposer has it (or had it)
+	reqAbandoned              // the caller gave up while it was queued
+)
+
+type writeReq struct {
+	ops      []command.Op
+	replies  [][]byte // one per op; slots are written by the proposer or the completer
+	internal bool     // ops made by the node (expiry, config): not prepared
+
+	// mu is held by the proposer from the moment it takes the request until
+	// every op of it has been encoded, so a caller that gives up can wait
+	// until its arguments are no longer read.
+	mu    sync.Mutex
+	state uint8
+
+	// remaining counts the entries carrying ops of the request plus one hold
+	// for the proposer; whoever brings it to zero signals done.
+	remaining atomic.Int32
+	done      chan struct{} // capacity 1
+}
+
+// part maps ops [from, to) of a request to consecutive ops of an entry.
+type part struct {
+	req      *writeReq
+	from, to int
+}
+
+// flight is an entry handed to Raft, waiting for its outcome.
+type flight struct {
+	fut   raft.ApplyFuture
+	parts []part
+	nops  int
+}
+
+// pendingEntry is the entry the proposer is filling.
+type pendingEntry struct {
+	now   int64
+	ops   []command.Op // proposer scratch, reused
+	parts []part
+	size  int
+	held  []*writeReq // requests whose last ops are in this entry
+}
+
+// entryOverhead bounds an entry's bytes besides its ops: version, type,
+// nowMs and op count.
+const entryOverhead = 2 + binaryMaxVarintLen64 + binaryMaxVarintLen64
+
+const binaryMaxVarintLen64 = 10
+
+type writer struct {
+	n *Node
+
+	mu     sync.Mutex
+	queue  []*writeReq
+	closed bool
+
+	// pause is held by the proposer while it turns a queue into entries;
+	// DEBUG RELOAD holds it to keep new entries out.
+	pause sync.Mutex
+
+	sig     chan struct{} // capacity 1: "the queue is not empty"
+	flights chan *flight
+	pool    sync.Pool
+
+	// Proposer-owned scratch.
+	spare []*writeReq
+	prep  []command.Op
+	cur   pendingEntry
+	// storesBefore is the log store's write count just before the latest
+	// entry was handed over (see pace).
+	storesBefore uint64
+	paceTimer    *time.Timer
+}
+
+func (w *writer) init(n *Node) {
+	w.n = n
+	w.sig = make(chan struct{}, 1)
+	w.flights = make(chan *flight, n.cfg.MaxInflight)
+	w.pool.New = func() any { return &writeReq{done: make(chan struct{}, 1)} }
+}
+
+// Write proposes ops through the Raft log and returns one RESP2 reply per op,
+// in order, once the entry carrying them is committed and applied on this
+// node. Ops are OpCommand (a write command, name first), OpTx or OpError.
+// Replies: the state machine's; -TRYAGAIN when the write certainly was not
+// appended (not the leader, no leader, shutting down); -CLUSTERDOWN when its
+// outcome is unknown (leadership lost or the node stopped after it was
+// proposed, or ctx ended after it was proposed). The caller keeps ownership
+// of ops; they are not read after Write returns.
+func (n *Node) Write(ctx context.Context, ops []command.Op) [][]byte {
+	if len(ops) == 0 {
+		return nil
+	}
+	return n.w.submit(ctx, ops, false)
+}
+
+func (w *writer) submit(ctx context.Context, ops []command.Op, internal bool) [][]byte {
+	r := w.pool.Get().(*writeReq)
+	r.ops, r.internal, r.state = ops, internal, reqQueued
+	r.replies = make([][]byte, len(ops))
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		out := r.replies
+		fill(out, replyTryAgainClosing)
+		w.recycle(r)
+		return out
+	}
+	w.queue = append(w.queue, r)
+	w.mu.Unlock()
+	select {
+	case w.sig <- struct{}{}:
+	default:
+	}
+	select {
+	case <-r.done:
+		out := r.replies
+		w.recycle(r)
+		return out
+	case <-ctx.Done():
+		return w.abandon(r, replyUnknownCanceled, command.Error("TRYAGAIN the write was not proposed: the request was canceled"))
+	case <-w.n.stopped:
+		return w.abandon(r, replyUnknownShutdown, replyTryAgainClosing)
+	}
+}
+
+// abandon answers a caller that stops waiting: "not proposed" if the
+// proposer never took the request, "unknown" otherwise.
+func (w *writer) abandon(r *writeReq, unknown, notProposed []byte) [][]byte {
+	select {
+	case <-r.done:
+		out := r.replies
+		w.recycle(r)
+		return out
+	default:
+	}
+	r.mu.Lock() // waits while the proposer still reads r.ops
+	st := r.state
+	if st == reqQueued {
+		r.state = reqAbandoned
+	}
+	r.mu.Unlock()
+	reply := unknown
+	if st == reqQueued {
+		reply = notProposed
+	}
+	// r is not recycled: the completer may still write its replies.
+	out := make([][]byte, len(r.ops))
+	fill(out, reply)
+	return out
+}
+
+func (w *writer) recycle(r *writeReq) {
+	r.ops, r.replies = nil, nil
+	w.pool.Put(r)
+}
+
+func fill(dst [][]byte, reply []byte) {
+	for i := range dst {
+		dst[i] = reply
+	}
+}
+
+// refuse answers every op of a queued request with reply, without proposing.
+func (w *writer) refuse(r *writeReq, reply []byte) {
+	r.mu.Lock()
+	if r.state == reqAbandoned {
+		r.mu.Unlock()
+		return
+	}
+	r.state = reqTaken
+	fill(r.replies, reply)
+	r.mu.Unlock()
+	r.done <- struct{}{}
+}
+
+// release ends the proposer's hold on a request whose ops are all encoded.
+func (w *writer) release(r *writeReq) {
+	r.mu.Unlock()
+	if r.remaining.Add(-1) == 0 {
+		r.done <- struct{}{}
+	}
+}
+
+// runProposer is the proposer goroutine.
+func (n *Node) runProposer() {
+	defer n.wg.Done()
+	w := &n.w
+	defer close(w.flights)
+	for {
+		select {
+		case <-w.sig:
+		case <-n.stopCh:
+			w.mu.Lock()
+			w.closed = true
+			q := w.queue
+			w.queue = nil
+			w.mu.Unlock()
+			for _, r := range q {
+				w.refuse(r, replyTryAgainClosing)
+			}
+			return
+		}
+		for !n.isClosing() {
+			if !w.proposeQueued() {
+				break
+			}
+		}
+	}
+}
+
+// Pacing. Raft's leader loop takes an entry, stores and fsyncs it, and only
+// then takes the next one; the proposer blocks in raft.Apply meanwhile. An
+// entry built right after the previous hand-over would carry only the few
+// writes queued by then, and everything arriving during the fsync would wait
+// for the entry after it. So after a hand-over the proposer waits until the
+// log store has finished a write after it (the leader loop has stored the
+// entry and is free again; storeNotifier tells) before it builds the next
+// entry from everything queued meanwhile: each fsync carries every write
+// that arrived during the previous one. The wait is bounded by paceMax.
+const paceMax = 5 * time.Millisecond
+
+func (w *writer) pace() {
+	n := w.n
+	if n.stores.count.Load() > w.storesBefore {
+		return
+	}
+	if w.paceTimer == nil {
+		w.paceTimer = time.NewTimer(paceMax)
+	} else {
+		w.paceTimer.Reset(paceMax)
+	}
+	defer w.paceTimer.Stop()
+	for n.stores.count.Load() <= w.storesBefore {
+		select {
+		case <-n.stores.signal:
+		case <-w.paceTimer.C:
+			return
+		case <-n.stopCh:
+			return
+		}
+	}
+}
+
+// storeNotifier wraps the log store to count and signal completed writes
+// (pace).
+type storeNotifier struct {
+	raft.LogStore
+	count  atomic.Uint64
+	signal chan struct{} // capacity 1
+}
+
+func (s *storeNotifier) StoreLogs(logs []*raft.Log) error {
+	err := s.LogStore.StoreLogs(logs)
+	s.count.Add(1)
+	select {
+	case s.signal <- struct{}{}:
+	default:
+	}
+	return err
+}
+
+func (s *storeNotifier) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// proposeQueued proposes everything queued and reports whether there was
+// anything.
+func (w *writer) proposeQueued() bool {
+	w.pause.Lock()
+	defer w.pause.Unlock()
+	q := w.take()
+	if len(q) == 0 {
+		return false
+	}
+	proposed := w.propose(q)
+	clear(q)
+	w.spare = q[:0]
+	if proposed {
+		w.pace()
+	}
+	return true
+}
+
+func (w *writer) take() []*writeReq {
+	w.mu.Lock()
+	q := w.queue
+	w.queue = w.spare
+	w.spare = nil
+	w.mu.Unlock()
+	return q
+}
+
+// propose turns the queued requests into as few log entries as the size
+// caps allow, and reports whether it handed any to Raft.
+func (w *writer) propose(q []*writeReq) bool {
+	n := w.n
+	if n.raft.State() != raft.Leader {
+		reply := notLeaderWrite(n.Leader())
+		for _, r := range q {
+			w.refuse(r, reply)
+		}
+		return false
+	}
+	now := time.Now().UnixMilli()
+	w.startEntry(now)
+	maxOp := n.cfg.MaxEntryBytes - entryOverhead
+	for _, r := range q {
+		r.mu.Lock()
+		if r.state == reqAbandoned {
+			r.mu.Unlock()
+			continue
+		}
+		r.state = reqTaken
+		r.remaining.Store(1)
+
+		w.prep = w.prep[:0]
+		allErrors := true
+		for i := range r.ops {
+			p := w.prepare(&r.ops[i], now, r.internal)
+			if p.Kind != command.OpError {
+				allErrors = false
+			}
+			w.prep = append(w.prep, p)
+		}
+		if allErrors {
+			// Errors found without state never reach the log.
+			for i := range w.prep {
+				r.replies[i] = w.prep[i].Err
+			}
+			w.release(r)
+			continue
+		}
+		for i := range w.prep {
+			p := &w.prep[i]
+			size := opSize(p)
+			if size > maxOp {
+				r.replies[i] = tooLarge(size, maxOp)
+				continue
+			}
+			e := &w.cur
+			if len(e.ops) > 0 && (e.size+size > maxOp || len(e.ops) >= n.cfg.MaxEntryOps) {
+				w.flush()
+				w.startEntry(now)
+			}
+			w.add(r, i, p, size)
+		}
+		w.cur.held = append(w.cur.held, r)
+	}
+	sent := w.flush()
+	clear(w.prep)
+	return sent
+}
+
+// prepare returns the op to log for op: commands are checked and rewritten
+// by the state machine (in a transaction too); errors pass as they are.
+func (w *writer) prepare(op *command.Op, now int64, internal bool) command.Op {
+	switch op.Kind {
+	case command.OpCommand:
+		if internal {
+			return *op
+		}
+		return w.n.fsm.Prepare(op.Args, now)
+	case command.OpTx:
+		if op.Tx == nil {
+			return command.Op{Kind: command.OpError, Err: command.Error("ERR empty transaction")}
+		}
+		tx := &command.Tx{Watches: op.Tx.Watches, Ops: make([]command.Op, len(op.Tx.Ops))}
+		for i := range op.Tx.Ops {
+			in := &op.Tx.Ops[i]
+			if in.Kind == command.OpCommand {
+				tx.Ops[i] = w.n.fsm.Prepare(in.Args, now)
+			} else {
+				tx.Ops[i] = *in
+			}
+		}
+		return command.Op{Kind: command.OpTx, Tx: tx}
+	default:
+		return *op
+	}
+}
+
+func (w *writer) startEntry(now int64) {
+	e := &w.cur
+	e.now = now
+	e.ops = e.ops[:0]
+	e.parts = nil
+	e.size = 0
+	e.held = e.held[:0]
+}
+
+func (w *writer) add(r *writeReq, i int, p *command.Op, size int) {
+	e := &w.cur
+	e.ops = append(e.ops, *p)
+	e.size += size
+	if k := len(e.parts) - 1; k >= 0 && e.parts[k].req == r && e.parts[k].to == i {
+		e.parts[k].to++
+		return
+	}
+	e.parts = append(e.parts, part{req: r, from: i, to: i + 1})
+	r.remaining.Add(1)
+}
+
+// flush encodes the pending entry, releases the requests it finishes and
+// proposes it, reporting whether it did. An empty entry only releases.
+func (w *writer) flush() bool {
+	n := w.n
+	e := &w.cur
+	if len(e.ops) == 0 {
+		for _, r := range e.held {
+			w.release(r)
+		}
+		clear(e.held)
+		return false
+	}
+	ent := command.Entry{Type: command.TypeBatch, NowMs: e.now, Ops: e.ops}
+	data := ent.Encode(make([]byte, 0, e.size+entryOverhead))
+	nops := len(e.ops)
+	clear(e.ops) // drop references to the callers' arguments
+	for _, r := range e.held {
+		w.release(r)
+	}
+	clear(e.held)
+	n.st.entries.Add(1)
+	n.st.ops.Add(uint64(nops))
+	w.storesBefore = n.stores.count.Load()
+	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	w.flights <- &flight{fut: fut, parts: e.parts, nops: nops}
+	e.parts = nil
+	return true
+}
+
+// runCompleter hands each op its reply, entry by entry, in log order.
+func (n *Node) runCompleter() {
+	defer n.wg.Done()
+	for fl := range n.w.flights {
+		var replies [][]byte
+		var errReply []byte
+		if err := fl.fut.Error(); err != nil {
+			errReply = applyErrorReply(err)
+			if errors.Is(err, raft.ErrNotLeader) {
+				errReply = notLeaderWrite(n.Leader())
+			}
+			n.log.Debug("write not applied", "ops", fl.nops, "error", err)
+		} else {
+			var ok bool
+			replies, ok = repliesOf(fl.fut.Response())
+			if !ok || len(replies) != fl.nops {
+				n.log.Error("state machine reply does not match the entry", "ops", fl.nops, "replies", len(replies))
+				errReply = replyUnknownInternal
+			}
+		}
+		k := 0
+		for _, p := range fl.parts {
+			r := p.req
+			for i := p.from; i < p.to; i++ {
+				if errReply != nil {
+					r.replies[i] = errReply
+				} else {
+					r.replies[i] = replies[k]
+				}
+				k++
+			}
+			if r.remaining.Add(-1) == 0 {
+				r.done <- struct{}{}
+			}
+		}
+	}
+}
+
+// opSize is the exact encoded size of an op in a log entry.
+func opSize(op *command.Op) int {
+	switch op.Kind {
+	case command.OpCommand:
+		return 1 + argsSize(op.Args)
+	case command.OpTx:
+		s := 1 + uvarintLen(uint64(len(op.Tx.Watches)))
+		for _, wt := range op.Tx.Watches {
+			s += bytesSize(wt.Key) + 1 + uvarintLen(wt.Stamp)
+		}
+		s += uvarintLen(uint64(len(op.Tx.Ops)))
+		for i := range op.Tx.Ops {
+			s += opSize(&op.Tx.Ops[i])
+		}
+		return s
+	default:
+		return 1 + bytesSize(op.Err)
+	}
+}
+
+func argsSize(args [][]byte) int {
+	s := uvarintLen(uint64(len(args)))
+	for _, a := range args {
+		s += bytesSize(a)
+	}
+	return s
+}
+
+func bytesSize(b []byte) int { return uvarintLen(uint64(len(b))) + len(b) }
+
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }

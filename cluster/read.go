@@ -1,0 +1,245 @@
+package cluster
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"raftset/internal/command"
+)
+
+// The read path (design brief §1, §8; peers.md §0, rqlite's recipe):
+//
+//  1. a leader serves linearizable reads only after it has committed an entry
+//     of its own term and applied everything before it (raft.Barrier, once
+//     per term);
+//  2. read index = Raft's commit index, taken after the read arrived;
+//  3. VerifyLeader: a quorum still follows this leader;
+//  4. the term did not change;
+//  5. wait until the state machine has applied the read index, then read.
+//
+// Steps 1-4 are batched: a barrier goroutine serves every read that arrived
+// before it took the group with one VerifyLeader round. Step 5 runs in each
+// reader, with no polling.
+//
+// Raft's commit index may point at an entry the state machine never sees
+// (the leader's no-op, a barrier, a configuration change), so the index
+// waited for is the last command entry at or before it (readTarget).
+
+type reader struct {
+	mu   sync.Mutex
+	next *readGroup
+	sig  chan struct{} // capacity 1
+
+	// floor is a snapshot index the state machine's state is known to
+	// include: entries at or below it need no wait.
+	floor atomic.Uint64
+	// readyTerm is the term in which this node, as leader, committed and
+	// applied a barrier.
+	readyTerm atomic.Uint64
+
+	// Barrier goroutine only: the last readTarget computation.
+	memoCommit, memoTarget uint64
+}
+
+type readGroup struct {
+	done   chan struct{}
+	target uint64 // wait until the state machine applied this index
+	err    []byte // or refuse with this reply
+}
+
+func (rd *reader) init() { rd.sig = make(chan struct{}, 1) }
+
+// join adds the caller to the group the next barrier round will serve.
+func (rd *reader) join() *readGroup {
+	rd.mu.Lock()
+	g := rd.next
+	if g == nil {
+		g = &readGroup{done: make(chan struct{})}
+		rd.next = g
+	}
+	rd.mu.Unlock()
+	select {
+	case rd.sig <- struct{}{}:
+	default:
+	}
+	return g
+}
+
+func (rd *reader) take() *readGroup {
+	rd.mu.Lock()
+	g := rd.next
+	rd.next = nil
+	rd.mu.Unlock()
+	return g
+}
+
+// randSource is the local random source of reads (SRANDMEMBER, RANDOMKEY):
+// math/rand/v2's per-thread generator, safe for concurrent use.
+type randSource struct{}
+
+func (randSource) Uint64() uint64 { return rand.Uint64() }
+
+// Read runs a read-only command. Unless stale, the read is linearizable: it
+// reflects every write acknowledged before it was called, and it is served
+// only by a leader that confirmed its leadership after the call. A follower
+// answers -TRYAGAIN unless stale (forwarding is a later step). A stale read
+// is served from this node's state as it is.
+func (n *Node) Read(ctx context.Context, args [][]byte, stale bool) []byte {
+	if !stale {
+		if reply := n.linearize(ctx); reply != nil {
+			return reply
+		}
+		n.st.reads.Add(1)
+	}
+	return n.fsm.Read(args, time.Now().UnixMilli(), randSource{}, nil)
+}
+
+// Watch returns the WATCH stamps of keys after the same barrier as a
+// linearizable read, or an error reply.
+func (n *Node) Watch(ctx context.Context, keys [][]byte) ([]command.Watch, []byte) {
+	if reply := n.linearize(ctx); reply != nil {
+		return nil, reply
+	}
+	return n.fsm.WatchStamp(keys), nil
+}
+
+// linearize returns nil once a linearizable read may run, or the reply that
+// refuses it.
+func (n *Node) linearize(ctx context.Context) []byte {
+	if n.raft.State() != raft.Leader {
+		if n.isClosing() {
+			return replyReadClosing
+		}
+		return notLeaderRead(n.Leader())
+	}
+	g := n.rd.join()
+	select {
+	case <-g.done:
+	case <-ctx.Done():
+		return replyReadCanceled
+	case <-n.stopCh:
+		return replyReadClosing
+	}
+	if g.err != nil {
+		return g.err
+	}
+	if n.fsm.AppliedIndex() >= g.target {
+		return nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(n.ctx, cancel)
+	err := n.fsm.WaitApplied(wctx, g.target)
+	stop()
+	cancel()
+	if err != nil {
+		if n.isClosing() {
+			return replyReadClosing
+		}
+		return replyReadCanceled
+	}
+	return nil
+}
+
+// runReadBarrier is the barrier goroutine.
+func (n *Node) runReadBarrier() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.rd.sig:
+		case <-n.stopCh:
+			return
+		}
+		g := n.rd.take()
+		if g == nil {
+			continue
+		}
+		g.target, g.err = n.confirm()
+		close(g.done)
+	}
+}
+
+// confirm runs steps 1-4 for one group of readers.
+func (n *Node) confirm() (uint64, []byte) {
+	term := n.raft.CurrentTerm()
+	if n.raft.State() != raft.Leader {
+		return 0, notLeaderRead(n.Leader())
+	}
+	if n.rd.readyTerm.Load() != term {
+		if err := n.raft.Barrier(n.cfg.BarrierTimeout).Error(); err != nil {
+			n.log.Debug("leader barrier failed", "term", term, "error", err)
+			return 0, replyReadNotReady
+		}
+		if n.raft.CurrentTerm() != term {
+			return 0, replyReadLostLeader
+		}
+		n.rd.readyTerm.Store(term)
+		n.log.Debug("leader ready for linearizable reads", "term", term)
+	}
+	commit := n.raft.CommitIndex()
+	n.st.readBarriers.Add(1)
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, replyReadLostLeader
+	}
+	if n.raft.CurrentTerm() != term {
+		return 0, replyReadLostLeader
+	}
+	return n.readTarget(commit), nil
+}
+
+// readTarget returns the index of the last command entry at or before
+// commit, or 0 when every such entry is already covered by a snapshot the
+// state machine holds. Non-command entries (no-op, barrier, configuration)
+// are rare, so this is one cached log lookup in the steady state.
+func (n *Node) readTarget(commit uint64) uint64 {
+	rd := &n.rd
+	if commit == rd.memoCommit {
+		return rd.memoTarget
+	}
+	target := uint64(0)
+	refreshed := false
+	var l raft.Log
+	for idx := commit; idx > rd.floor.Load(); idx-- {
+		if err := n.logs.GetLog(idx, &l); err != nil {
+			break // compacted: below it everything is in a snapshot
+		}
+		if l.Type == raft.LogCommand {
+			target = idx
+			break
+		}
+		if !refreshed {
+			// A snapshot may have been installed since start; its index is
+			// a floor too.
+			refreshed = true
+			if s, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); err == nil && s > rd.floor.Load() {
+				rd.floor.Store(s)
+			}
+		}
+	}
+	rd.memoCommit, rd.memoTarget = commit, target
+	return target
+}
+
+// ReadBatch runs consecutive pipelined read commands behind one barrier:
+// every one of them arrived before it started, so one barrier makes all of
+// them linearizable. It returns one reply per command.
+func (n *Node) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]byte {
+	out := make([][]byte, len(cmds))
+	if !stale {
+		if reply := n.linearize(ctx); reply != nil {
+			fill(out, reply)
+			return out
+		}
+		n.st.reads.Add(uint64(len(cmds)))
+	}
+	now := time.Now().UnixMilli()
+	for i, args := range cmds {
+		out[i] = n.fsm.Read(args, now, randSource{}, nil)
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/hashicorp/raft"
+
+	"raftset/fsm"
+	"raftset/internal/command"
+	"raftset/internal/setenc"
+	"raftset/snapshot"
+)
+
+// stateMachine is what the node uses of *fsm.FSM. It is an interface so the
+// node's own tests can drive a small fake; production always passes *fsm.FSM.
+type stateMachine interface {
+	raft.FSM
+	// Prepare checks a write's syntax without state and rewrites relative
+	// times to absolute ones; syntax errors come back as OpError.
+	Prepare(args [][]byte, nowMs int64) command.Op
+	// Read runs a read-only command against the current state.
+	Read(args [][]byte, nowMs int64, src setenc.Source, dst []byte) []byte
+	// WatchStamp returns the WATCH stamps of keys.
+	WatchStamp(keys [][]byte) []command.Watch
+	// ExpiredKeys samples up to max keys whose deadline is at or before nowMs.
+	ExpiredKeys(nowMs int64, max int) [][]byte
+	// WaitApplied blocks until the entry at index (a command entry) has been
+	// applied, or ctx ends.
+	WaitApplied(ctx context.Context, index uint64) error
+	// AppliedIndex is the index of the last command entry applied.
+	AppliedIndex() uint64
+	// Limits are the replicated set-max-* settings.
+	Limits() setenc.Limits
+	// KeyspaceCounts returns the number of keys and of keys with a deadline.
+	KeyspaceCounts() (keys, expires int)
+	// WriteRDB writes the state as an RDB file with the snapshot's AUX
+	// fields (DEBUG RELOAD).
+	WriteRDB(w io.Writer) error
+}
+
+// New starts a node around the state machine f: it opens (or creates) the
+// Raft stores in cfg.DataDir, restores the latest snapshot into f (failing,
+// files untouched, if it is damaged), bootstraps when cfg.Bootstrap is set
+// and the store is empty, and starts the proposer, the read barrier and the
+// expiry sweeper. Close stops it.
+func New(cfg Config, f *fsm.FSM) (*Node, error) {
+	if f == nil {
+		return nil, errors.New("cluster: nil state machine")
+	}
+	n, err := newNode(cfg, f)
+	if err != nil {
+		return nil, err
+	}
+	f.SetSnapshotAux(n.membershipAux)
+	return n, nil
+}
+
+// repliesOf extracts the per-op replies from an ApplyFuture's response.
+func repliesOf(resp any) ([][]byte, bool) {
+	r, ok := resp.(*fsm.ApplyResult)
+	if !ok || r == nil {
+		return nil, false
+	}
+	return r.Replies, true
+}
+
+// AuxMembers is the snapshot AUX field that records the Raft configuration
+// when the snapshot was taken: "voter:id=addr,nonvoter:id=addr,...".
+const AuxMembers = "raftset-members"
+
+// membershipAux is the state machine's extra-AUX hook: the cluster
+// membership travels in every snapshot (design brief §6).
+func (n *Node) membershipAux() []snapshot.AuxField {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var b strings.Builder
+	for i, s := range f.Configuration().Servers {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		switch s.Suffrage {
+		case raft.Voter:
+			b.WriteString("voter:")
+		case raft.Nonvoter:
+			b.WriteString("nonvoter:")
+		default:
+			b.WriteString("staging:")
+		}
+		b.WriteString(string(s.ID))
+		b.WriteByte('=')
+		b.WriteString(string(s.Address))
+	}
+	return []snapshot.AuxField{{Key: AuxMembers, Value: b.String()}}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"raftset/internal/testutil"
+	"raftset/resp"
+)
+
+// startNode runs a single-node raftset in this process on free loopback
+// ports, in a temporary data dir unless dir is given, and stops it when the
+// test ends. It returns the client address.
+func startNode(t *testing.T, dir string, extra ...string) (string, *node) {
+	t.Helper()
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "data")
+	}
+	args := append([]string{"--port", fmt.Sprint(testutil.FreePort(t)),
+		"--raft-addr", fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)),
+		"--dir", dir, "--loglevel", "warn"}, extra...)
+	cfg, err := LoadConfig(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := start(cfg, io.Discard)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- n.server.Serve(n.ln) }()
+	t.Cleanup(func() {
+		if err := n.close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if err := <-served; err != nil && !errors.Is(err, resp.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	addr := n.ln.Addr().String()
+	waitWritable(t, addr)
+	return addr, n
+}
+
+// waitWritable waits until the node has elected itself and accepts writes.
+func waitWritable(t *testing.T, addr string) {
+	t.Helper()
+	var c *testutil.RESPClient
+	testutil.WaitFor(t, 20*time.Second, "the node to accept writes", func() bool {
+		if c == nil {
+			var err error
+			if c, err = testutil.DialRESP(addr, 10*time.Second); err != nil {
+				return false // not listening yet
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+		r, err := c.Do("SET", "__raftset_ready", "1")
+		return err == nil && r == "+OK\r\n"
+	})
+	if r, err := c.Do("DEL", "__raftset_ready"); err != nil || r != ":1\r\n" {
+		t.Fatalf("DEL __raftset_ready = %q, %v", r, err)
+	}
+}
+
+func dial(t *testing.T, addr string) *testutil.RESPClient {
+	t.Helper()
+	c, err := testutil.DialRESP(addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// do sends a command and fails the test on a transport error.
+func do(t *testing.T, c *testutil.RESPClient, args ...string) string {
+	t.Helper()
+	r, err := c.Do(args...)
+	if err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	return r
+}

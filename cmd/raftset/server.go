@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"raftset/cluster"
+	"raftset/fsm"
+	"raftset/internal/command"
+	"raftset/internal/setenc"
+	"raftset/resp"
+)
+
+// node is a running raftset: state machine, Raft node and RESP server.
+type node struct {
+	cfg    *Config
+	log    hclog.Logger
+	fsm    *fsm.FSM
+	raft   *cluster.Node
+	server *resp.Server
+	ln     net.Listener
+}
+
+// serve runs a node until SIGINT or SIGTERM.
+func serve(cfg *Config, logOut io.Writer) error {
+	n, err := start(cfg, logOut)
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	served := make(chan error, 1)
+	go func() { served <- n.server.Serve(n.ln) }()
+	select {
+	case s := <-sig:
+		n.log.Info("shutting down", "signal", s.String())
+	case err := <-served:
+		if err != nil && !errors.Is(err, resp.ErrServerClosed) {
+			n.log.Error("RESP server stopped", "error", err)
+		}
+	}
+	return n.close()
+}
+
+// start builds and starts a node; the caller serves n.ln with n.server.
+func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
+	logger := newLogger(cfg, logOut)
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	id, err := nodeID(cfg)
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := isEmptyDataDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Import != "" && !fresh {
+		return nil, fmt.Errorf("--import needs a new node: %s already holds Raft state", cfg.Dir)
+	}
+	f := fsm.New(fsm.Config{Limits: setenc.Limits{
+		MaxIntsetEntries:   cfg.MaxIntsetEntries,
+		MaxListpackEntries: cfg.MaxListpackEntries,
+		MaxListpackValue:   cfg.MaxListpackValue,
+	}, Logger: logger})
+	if cfg.Import != "" {
+		if err := importDump(f, cfg.Import, logger); err != nil {
+			return nil, err
+		}
+	}
+
+	cc := cluster.DefaultConfig()
+	cc.NodeID = id
+	cc.RaftBind = cfg.RaftAddr
+	cc.DataDir = cfg.Dir
+	cc.Bootstrap = true
+	cc.SnapshotThreshold = cfg.SnapshotThreshold
+	cc.SnapshotInterval = cfg.SnapshotInterval
+	cc.TrailingLogs = cfg.TrailingLogs
+	cc.Logger = logger
+	rn, err := cluster.New(cc, f)
+	if err != nil {
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = rn.Close()
+		}
+	}()
+	if cfg.Import != "" {
+		// The imported keys live only in memory until a snapshot holds them.
+		if err := persistImport(rn); err != nil {
+			return nil, err
+		}
+	}
+
+	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for clients: %w", err)
+	}
+	srv := resp.NewServer(resp.Config{
+		Addr:        addr,
+		RequirePass: cfg.RequirePass,
+		Logger:      logger.Named("resp"),
+		Version:     version,
+	}, store{rn})
+	n := &node{cfg: cfg, log: logger, fsm: f, raft: rn, server: srv, ln: ln}
+	n.registerConfig()
+	logger.Info("raftset ready", "version", version, "node-id", id, "addr", ln.Addr().String(),
+		"raft-addr", cfg.RaftAddr, "dir", cfg.Dir)
+	return n, nil
+}
+
+func (n *node) close() error {
+	err := n.server.Close()
+	if cerr := n.raft.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	n.log.Info("stopped")
+	return err
+}
+
+// registerConfig exposes the node's directives to CONFIG GET; the ones that
+// can change at run time also to CONFIG SET.
+func (n *node) registerConfig() {
+	for _, name := range []string{"dir", "node-id", "raft-addr", "log-format", "import"} {
+		name := name
+		n.server.RegisterConfig(name, func() string { v, _ := n.cfg.Get(name); return v }, nil)
+	}
+	n.server.RegisterConfig("loglevel", func() string { return n.cfg.LogLevel }, func(v string) error {
+		lv, ok := logLevel(v)
+		if !ok {
+			return errors.New("argument(s) must be one of the following: trace, debug, info, warn, error (or Redis's debug, verbose, notice, warning)")
+		}
+		n.log.SetLevel(lv)
+		n.cfg.LogLevel = strings.ToLower(v)
+		return nil
+	})
+}
+
+func logLevel(v string) (hclog.Level, bool) {
+	switch strings.ToLower(v) {
+	case "trace":
+		return hclog.Trace, true
+	case "debug":
+		return hclog.Debug, true
+	case "info", "verbose", "notice":
+		return hclog.Info, true
+	case "warn", "warning":
+		return hclog.Warn, true
+	case "error", "nothing":
+		return hclog.Error, true
+	}
+	return hclog.NoLevel, false
+}
+
+func newLogger(cfg *Config, out io.Writer) hclog.Logger {
+	lv, _ := logLevel(cfg.LogLevel)
+	return hclog.New(&hclog.LoggerOptions{
+		Name:            "raftset",
+		Level:           lv,
+		Output:          out,
+		JSONFormat:      cfg.LogFormat == "json",
+		IncludeLocation: false,
+	})
+}
+
+// nodeID returns the configured id, or the one kept in <dir>/node-id,
+// generating it on first start: a node's identity must not change with its
+// address.
+func nodeID(cfg *Config) (string, error) {
+	path := filepath.Join(cfg.Dir, "node-id")
+	if cfg.NodeID != "" {
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != cfg.NodeID {
+			return "", fmt.Errorf("node-id %q differs from %q kept in %s", cfg.NodeID, strings.TrimSpace(string(b)), path)
+		}
+		return cfg.NodeID, os.WriteFile(path, []byte(cfg.NodeID+"\n"), 0o644)
+	}
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(r[:])
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("save node id: %w", err)
+	}
+	return id, nil
+}
+
+// isEmptyDataDir reports whether the directory holds no Raft state yet.
+func isEmptyDataDir(dir string) (bool, error) {
+	for _, name := range []string{"raft.db", "snapshots"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return false, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// importDump loads a Redis dump.rdb into the state machine, as Redis loads its
+// dump at start-up, logging progress for large files.
+func importDump(f *fsm.FSM, path string, log hclog.Logger) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	pr := &progressReader{r: file, total: st.Size(), log: log, next: time.Now().Add(time.Second)}
+	log.Info("importing Redis dump", "file", path, "bytes", st.Size())
+	keys, err := f.LoadRDB(pr, fsm.LoadOptions{NowMs: time.Now().UnixMilli()})
+	if err != nil {
+		return fmt.Errorf("import %s: %w", path, err)
+	}
+	log.Info("import done", "file", path, "keys", keys)
+	return nil
+}
+
+// persistImport snapshots the imported state once this node leads, so that it
+// survives a restart.
+func persistImport(rn *cluster.Node) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reply := rn.Admin(ctx, [][]byte{[]byte("save")})
+	if command.IsError(reply) {
+		return fmt.Errorf("import: snapshot the imported keys: %s", strings.TrimSpace(string(reply[1:])))
+	}
+	return nil
+}
+
+type progressReader struct {
+	r     io.Reader
+	read  int64
+	total int64
+	log   hclog.Logger
+	next  time.Time
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.read += int64(n)
+	if now := time.Now(); now.After(p.next) {
+		p.next = now.Add(time.Second)
+		p.log.Info("importing", "read-bytes", p.read, "percent", p.read*100/max(p.total, 1))
+	}
+	return n, err
+}
+
+// store adapts *cluster.Node to resp.Store (the packages do not import each
+// other; only their INFO section types differ).
+type store struct{ *cluster.Node }
+
+func (s store) Info() []resp.InfoSection {
+	in := s.Node.Info()
+	out := make([]resp.InfoSection, len(in))
+	for i, sec := range in {
+		out[i] = resp.InfoSection{Name: sec.Name, Fields: sec.Fields}
+	}
+	return out
+}
+
+// ReadBatch keeps the node's batched reads visible through the adapter.
+func (s store) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]byte {
+	return s.Node.ReadBatch(ctx, cmds, stale)
+}

@@ -1,0 +1,164 @@
+package fsm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"raftset/internal/command"
+)
+
+// seedOps is the seed benchmark's write load (redis-spec.md §9.1):
+// 10,000,000 "SADD __rand_int__ __rand_int__", key and member each a
+// 12-digit zero-padded decimal below 200,000, which leaves 200,000 listpack
+// sets of about 50 members. The generator and its seed are those of
+// internal/setenc's BenchmarkSeedMemory, so the two build the same sets and
+// their bytes per key can be compared.
+const (
+	seedKeys  = 200_000
+	seedSAdds = 10_000_000
+	seedBatch = 1000 // SADDs per log entry (group commit)
+)
+
+func appendPadded(dst []byte, v int) []byte {
+	var buf [12]byte
+	for i := len(buf) - 1; i >= 0; i-- {
+		buf[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(dst, buf[:]...)
+}
+
+// buildSeed applies the seed load to f through Apply, in entries of
+// seedBatch SADDs, and returns the number of log entries.
+func buildSeed(f *FSM) int {
+	r := rand.New(rand.NewPCG(1, 2))
+	sadd := []byte("sadd")
+	ops := make([]command.Op, 0, seedBatch)
+	var data []byte
+	index := 0
+	for n := 0; n < seedSAdds; n += seedBatch {
+		ops = ops[:0]
+		arena := make([]byte, 0, seedBatch*24)
+		for range seedBatch {
+			start := len(arena)
+			arena = appendPadded(arena, r.IntN(seedKeys))
+			arena = appendPadded(arena, r.IntN(seedKeys))
+			ops = append(ops, command.Cmd(sadd, arena[start:start+12], arena[start+12:start+24]))
+		}
+		e := command.Entry{Type: command.TypeBatch, NowMs: int64(1_700_000_000_000 + n), Ops: ops}
+		data = e.Encode(data[:0])
+		index++
+		f.Apply(&raft.Log{Index: uint64(index), Term: 1, Type: raft.LogCommand, Data: data})
+	}
+	return index
+}
+
+// BenchmarkSeedMemory reports the live heap per key of the seed dataset
+// (target: at most 840 bytes; Redis 7.2 uses about 800), measured as
+// runtime.MemStats.HeapAlloc after a GC, everything the FSM holds included.
+// Run it with -benchtime 1x (one build takes about a minute).
+func BenchmarkSeedMemory(b *testing.B) {
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f := New(Config{})
+		start := time.Now()
+		buildSeed(f)
+		build := time.Since(start)
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		st := f.Stats()
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(st.Keys), "bytes/key")
+		b.ReportMetric(float64(st.MemoryBytes)/float64(st.Keys), "stats-bytes/key")
+		b.ReportMetric(float64(build.Nanoseconds())/seedSAdds, "ns/sadd")
+		if st.Listpacks != st.Keys {
+			b.Fatalf("seed dataset: %+v, want only listpacks", st)
+		}
+		runtime.KeepAlive(f)
+	}
+}
+
+// BenchmarkSnapshotCapture reports how long Snapshot() holds the apply lock
+// on the seed dataset (target: under 50 ms), and how long Release() holds it
+// to clear the shared flags.
+func BenchmarkSnapshotCapture(b *testing.B) {
+	f := New(Config{})
+	buildSeed(f)
+	runtime.GC() // measure the steady state, not the build's garbage collection
+	var capture, release time.Duration
+	for b.Loop() {
+		start := time.Now()
+		s, err := f.Snapshot()
+		capture += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		s.Release()
+		release += time.Since(start)
+	}
+	b.ReportMetric(float64(capture.Microseconds())/1000/float64(b.N), "ms/capture")
+	b.ReportMetric(float64(release.Microseconds())/1000/float64(b.N), "ms/release")
+}
+
+// BenchmarkSnapshotPersist writes the seed dataset's snapshot.
+func BenchmarkSnapshotPersist(b *testing.B) {
+	f := New(Config{})
+	buildSeed(f)
+	for b.Loop() {
+		sink := &memSink{}
+		s, _ := f.Snapshot()
+		if err := s.Persist(sink); err != nil {
+			b.Fatal(err)
+		}
+		s.Release()
+		b.ReportMetric(float64(sink.Len())/seedKeys, "file-bytes/key")
+	}
+}
+
+// BenchmarkApply measures Apply of entries of 100 commands (decoding
+// included) on a keyspace of 10,000 listpack sets of 20 members.
+func BenchmarkApply(b *testing.B) {
+	for _, cmd := range []string{"sadd", "sismember", "srem", "set", "get"} {
+		b.Run(cmd, func(b *testing.B) {
+			f := New(Config{})
+			var ops []command.Op
+			for i := range 10_000 {
+				for j := range 20 {
+					ops = append(ops, command.Cmd(toArgs("sadd", fmt.Sprintf("key:%06d", i), fmt.Sprintf("member:%06d", j))...))
+				}
+			}
+			e := command.Entry{Type: command.TypeBatch, Ops: ops}
+			f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: e.Encode(nil)})
+			r := rand.New(rand.NewPCG(3, 4))
+			entries := make([][]byte, 64)
+			for i := range entries {
+				ops = ops[:0]
+				for range 100 {
+					k, m := fmt.Sprintf("key:%06d", r.IntN(10_000)), fmt.Sprintf("member:%06d", r.IntN(40))
+					if cmd == "get" {
+						ops = append(ops, command.Cmd(toArgs(cmd, k)...))
+					} else {
+						ops = append(ops, command.Cmd(toArgs(cmd, k, m)...))
+					}
+				}
+				e := command.Entry{Type: command.TypeBatch, Ops: ops}
+				entries[i] = e.Encode(nil)
+			}
+			index := uint64(1)
+			b.ReportAllocs()
+			for b.Loop() {
+				index++
+				f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: entries[index%64]})
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/cmd")
+		})
+	}
+}

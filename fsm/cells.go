@@ -1,0 +1,62 @@
+package fsm
+
+import (
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"raftset/internal/setenc"
+)
+
+// Values live in one dense array of setenc.Set (16 bytes each: setenc made
+// its Set a value of exactly that size so that a keyspace can hold sets
+// without a pointer and an object per key). A string key's cell holds the
+// string instead, as a strCell: the []byte's pointer, length and capacity,
+// the same shape as a Set. The kinds array says which a cell holds; a cell
+// is only ever read as what it holds.
+//
+// Keeping strings in the same array is what keeps them "inline": a second
+// array of []byte would cost every key 24 more bytes, and the seed dataset's
+// memory target (840 bytes per key) leaves no room for that.
+//
+// The GC sees the cell as a Set, whose first word is an unsafe.Pointer, so
+// it keeps a string's bytes alive exactly as a Set's blob. checkCellLayout
+// verifies that shape (a pointer, then two uint32s, 16 bytes), and New
+// panics if setenc.Set ever changes it.
+type strCell struct {
+	p    unsafe.Pointer
+	n, c uint32
+}
+
+// checkCellLayout reports whether a strCell can live in a setenc.Set cell.
+func checkCellLayout() error {
+	set, cell := reflect.TypeFor[setenc.Set](), reflect.TypeFor[strCell]()
+	ok := set.Size() == cell.Size() && set.NumField() == cell.NumField()
+	for i := 0; ok && i < set.NumField(); i++ {
+		s, c := set.Field(i), cell.Field(i)
+		ok = s.Offset == c.Offset && s.Type.Kind() == c.Type.Kind() && s.Type.Size() == c.Type.Size()
+	}
+	if !ok {
+		return fmt.Errorf("fsm: setenc.Set (%d bytes) no longer has the shape of fsm's string cell "+
+			"(unsafe.Pointer, uint32, uint32); update fsm/cells.go", set.Size())
+	}
+	return nil
+}
+
+// maxStringBytes is the longest string a cell holds.
+const maxStringBytes = 1<<32 - 1
+
+func cellOf(s *setenc.Set) *strCell { return (*strCell)(unsafe.Pointer(s)) }
+
+func putStringCell(s *setenc.Set, b []byte) {
+	b = b[:len(b):min(cap(b), maxStringBytes)]
+	*cellOf(s) = strCell{p: unsafe.Pointer(unsafe.SliceData(b)), n: uint32(len(b)), c: uint32(cap(b))}
+}
+
+func stringCell(s *setenc.Set) []byte {
+	c := cellOf(s)
+	if c.p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(c.p), c.c)[:c.n:c.n]
+}

@@ -1,0 +1,37 @@
+package fsm
+
+import "bytes"
+
+// ExpiredKeys samples up to limit keys whose deadline is at or before
+// max(nowMs, the state's clock), for the leader to propose as
+// "raftset.expire". It walks the index of keys with a deadline from where
+// the previous call stopped, examining at most 20 keys per key wanted (as
+// Redis's cycle samples), so a call costs little even when few keys are
+// due. It changes no replicated state.
+func (f *FSM) ExpiredKeys(nowMs int64, limit int) [][]byte {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	ks := f.ks
+	n := ks.vol.Len()
+	if n == 0 || limit <= 0 {
+		return nil
+	}
+	now := max(nowMs, ks.now)
+	budget := min(n, limit*20)
+	cursor := ks.volCursor.Load()
+	var out [][]byte
+	for budget > 0 && len(out) < limit {
+		step := min(budget, 16)
+		budget -= step
+		cursor = ks.vol.Scan(cursor, step, func(k []byte) {
+			if len(out) >= limit {
+				return
+			}
+			if pos := ks.find(k); pos >= 0 && ks.expiredAt(pos, now) {
+				out = append(out, bytes.Clone(k))
+			}
+		})
+	}
+	ks.volCursor.Store(cursor)
+	return out
+}

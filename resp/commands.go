@@ -1,0 +1,439 @@
+package resp
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"raftset/internal/command"
+	"raftset/internal/strictint"
+)
+
+// local runs a command that is not a data command: connection commands,
+// transactions, and node commands (resp answers INFO and CONFIG itself and
+// passes the others to Store.Admin).
+func (c *client) local(spec *command.Spec, args [][]byte) {
+	switch spec.Name {
+	case "ping", "echo", "multi", "unwatch":
+		// Replies that depend on nothing: they may wait behind a pending
+		// store call.
+	case "exec":
+		c.exec()
+		return
+	case "quit":
+		c.flush()
+		c.write(command.OK)
+		c.quit = true
+		_ = c.rc.Close()
+		return
+	default:
+		c.flush()
+	}
+	c.scratch = c.run1(c.scratch[:0], spec, args)
+	c.reply(c.scratch)
+}
+
+// run1 appends the reply of a local command to dst.
+func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
+	s := c.s
+	switch spec.Name {
+	case "ping":
+		if len(args) > 2 {
+			return command.AppendError(dst, command.ErrArity("ping"))
+		}
+		if len(args) == 2 {
+			return command.AppendBulk(dst, args[1])
+		}
+		return append(dst, command.Pong...)
+	case "echo":
+		return command.AppendBulk(dst, args[1])
+	case "select":
+		return c.cmdSelect(dst, args)
+	case "hello":
+		return c.cmdHello(dst, args)
+	case "auth":
+		return c.cmdAuth(dst, args)
+	case "readonly", "readwrite":
+		c.stale = spec.Name == "readonly"
+		c.readonly.Store(c.stale)
+		return append(dst, command.OK...)
+	case "time":
+		now := time.Now()
+		dst = command.AppendArray(dst, 2)
+		dst = command.AppendBulkInt(dst, now.Unix())
+		return command.AppendBulkInt(dst, int64(now.Nanosecond()/1000))
+	case "multi":
+		c.inMulti, c.dirty, c.queue = true, false, c.queue[:0]
+		c.multiLen.Store(0)
+		return append(dst, command.OK...)
+	case "discard":
+		return append(dst, command.Error("ERR DISCARD without MULTI")...)
+	case "watch":
+		return c.cmdWatch(dst, args)
+	case "unwatch":
+		c.watches = nil
+		return append(dst, command.OK...)
+	case "info":
+		return c.cmdInfo(dst, args)
+	case "command":
+		return s.docs.appendAll(dst)
+	case "command|count":
+		return command.AppendInt(dst, int64(len(s.table)))
+	case "command|info":
+		return s.docs.appendInfo(dst, args[2:])
+	case "command|docs":
+		return s.docs.appendDocs(dst, args[2:])
+	case "command|list":
+		return s.docs.appendList(dst, args[2:])
+	case "command|help":
+		return appendHelp(dst, "COMMAND", commandHelp)
+	case "client|id":
+		return command.AppendInt(dst, c.id)
+	case "client|getname":
+		c.mu.Lock()
+		name := c.name
+		c.mu.Unlock()
+		if name == "" {
+			return append(dst, command.NullBulk...)
+		}
+		return command.AppendBulkString(dst, name)
+	case "client|setname":
+		if !validClientName(args[2]) {
+			return command.AppendError(dst, "ERR Client names cannot contain spaces, newlines or special characters.")
+		}
+		c.mu.Lock()
+		c.name = string(args[2])
+		c.mu.Unlock()
+		return append(dst, command.OK...)
+	case "client|setinfo":
+		return c.cmdSetinfo(dst, args)
+	case "client|info":
+		line := c.infoLine(nil)
+		return command.AppendBulk(dst, append(line, '\n'))
+	case "client|list":
+		return c.cmdClientList(dst, args)
+	case "client|help":
+		return appendHelp(dst, "CLIENT", clientHelp)
+	case "config|get":
+		return c.cmdConfigGet(dst, args[2:])
+	case "config|set":
+		return c.cmdConfigSet(dst, args)
+	case "config|resetstat":
+		s.resetStats()
+		s.store.Admin(s.ctx, args)
+		return append(dst, command.OK...)
+	case "config|help":
+		return appendHelp(dst, "CONFIG", configHelp)
+	}
+	if spec.Has(command.Admin) {
+		return append(dst, s.store.Admin(s.ctx, args)...)
+	}
+	// A Conn command of the table that this front end does not implement.
+	return command.AppendError(dst, unknownCommand(args))
+}
+
+// cmdSelect: only database 0 exists.
+func (c *client) cmdSelect(dst []byte, args [][]byte) []byte {
+	n, ok := strictint.Parse(args[1])
+	if !ok || n < -1<<31 || n > 1<<31-1 {
+		return command.AppendError(dst, command.ErrNotInteger)
+	}
+	if n != 0 {
+		return command.AppendError(dst, command.ErrDBIndex)
+	}
+	return append(dst, command.OK...)
+}
+
+const errHelloNoAuth = "NOAUTH HELLO must be called with the client already authenticated, " +
+	"otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate " +
+	"the client and select the RESP protocol version at the same time"
+
+// cmdHello answers HELLO [protover [AUTH user pass] [SETNAME name]] in
+// Redis's order of checks. Only RESP2 is spoken: HELLO 3 gets -NOPROTO and
+// clients fall back to RESP2.
+func (c *client) cmdHello(dst []byte, args [][]byte) []byte {
+	if len(args) >= 2 {
+		ver, ok := strictint.Parse(args[1])
+		if !ok {
+			return command.AppendError(dst, "ERR Protocol version is not an integer or out of range")
+		}
+		if ver != 2 {
+			return command.AppendError(dst, "NOPROTO unsupported protocol version")
+		}
+	}
+	var user, pass, name []byte
+	setName := false
+	for j := 2; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch opt := args[j]; {
+		case bytes.EqualFold(opt, []byte("auth")) && more >= 2:
+			user, pass = args[j+1], args[j+2]
+			j += 2
+		case bytes.EqualFold(opt, []byte("setname")) && more >= 1:
+			name, setName = args[j+1], true
+			if !validClientName(name) {
+				return command.AppendError(dst, "ERR Client names cannot contain spaces, newlines or special characters.")
+			}
+			j++
+		default:
+			return command.AppendError(dst, "ERR Syntax error in HELLO option '"+string(opt)+"'")
+		}
+	}
+	if pass != nil {
+		if msg := c.authenticate(user, pass); msg != "" {
+			return command.AppendError(dst, msg)
+		}
+	}
+	if !c.authed && c.s.authRequired() {
+		return command.AppendError(dst, errHelloNoAuth)
+	}
+	if setName {
+		c.mu.Lock()
+		c.name = string(name)
+		c.mu.Unlock()
+	}
+	dst = command.AppendArray(dst, 14)
+	dst = command.AppendBulkString(dst, "server")
+	dst = command.AppendBulkString(dst, "redis")
+	dst = command.AppendBulkString(dst, "version")
+	dst = command.AppendBulkString(dst, c.s.cfg.RedisVersion)
+	dst = command.AppendBulkString(dst, "proto")
+	dst = command.AppendInt(dst, 2)
+	dst = command.AppendBulkString(dst, "id")
+	dst = command.AppendInt(dst, c.id)
+	dst = command.AppendBulkString(dst, "mode")
+	dst = command.AppendBulkString(dst, c.s.cfg.Mode)
+	dst = command.AppendBulkString(dst, "role")
+	dst = command.AppendBulkString(dst, c.s.role())
+	dst = command.AppendBulkString(dst, "modules")
+	return append(dst, command.EmptyArr...)
+}
+
+// cmdAuth answers AUTH [user] pass.
+func (c *client) cmdAuth(dst []byte, args [][]byte) []byte {
+	if len(args) > 3 {
+		return command.AppendError(dst, command.ErrSyntax)
+	}
+	if len(args) == 2 {
+		if !c.s.authRequired() {
+			return command.AppendError(dst, "ERR AUTH <password> called without any password "+
+				"configured for the default user. Are you sure your configuration is correct?")
+		}
+		if msg := c.authenticate([]byte("default"), args[1]); msg != "" {
+			return command.AppendError(dst, msg)
+		}
+		return append(dst, command.OK...)
+	}
+	if msg := c.authenticate(args[1], args[2]); msg != "" {
+		return command.AppendError(dst, msg)
+	}
+	return append(dst, command.OK...)
+}
+
+// authenticate checks user and password as Redis's default user would: with
+// no password set, "default" accepts any password. It returns the error
+// text, or "" on success. A failure leaves the connection's state as it was.
+func (c *client) authenticate(user, pass []byte) string {
+	if string(user) != "default" {
+		c.s.log.Debug("authentication failed", "addr", c.addr, "reason", "unknown user")
+		return command.ErrWrongPass
+	}
+	if c.s.authRequired() && !c.s.checkPass(pass) {
+		c.s.log.Debug("authentication failed", "addr", c.addr, "reason", "wrong password")
+		return command.ErrWrongPass
+	}
+	c.authed = true
+	return ""
+}
+
+// validClientName reports whether b suits CLIENT SETNAME: printable ASCII
+// without spaces (Redis's validateClientName).
+func validClientName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *client) cmdSetinfo(dst []byte, args [][]byte) []byte {
+	attr, val := args[2], args[3]
+	var lib bool
+	switch {
+	case bytes.EqualFold(attr, []byte("lib-name")):
+		lib = true
+	case bytes.EqualFold(attr, []byte("lib-ver")):
+	default:
+		return command.AppendError(dst, "ERR Unrecognized option '"+string(attr)+"'")
+	}
+	if !validClientName(val) {
+		return command.AppendError(dst, "ERR "+string(attr)+" cannot contain spaces, newlines or special characters.")
+	}
+	c.mu.Lock()
+	if lib {
+		c.libName = string(val)
+	} else {
+		c.libVer = string(val)
+	}
+	c.mu.Unlock()
+	return append(dst, command.OK...)
+}
+
+// cmdClientList answers CLIENT LIST [TYPE type] [ID id ...].
+func (c *client) cmdClientList(dst []byte, args [][]byte) []byte {
+	var ids []int64
+	none := false
+	switch {
+	case len(args) == 2:
+	case len(args) == 4 && bytes.EqualFold(args[2], []byte("type")):
+		switch strings.ToLower(string(args[3])) {
+		case "normal":
+		case "master", "replica", "slave", "pubsub":
+			none = true
+		default:
+			return command.AppendError(dst, "ERR Unknown client type '"+string(args[3])+"'")
+		}
+	case len(args) > 3 && bytes.EqualFold(args[2], []byte("id")):
+		for _, a := range args[3:] {
+			id, ok := strictint.Parse(a)
+			if !ok || id < 1 {
+				return command.AppendError(dst, "ERR Invalid client ID")
+			}
+			ids = append(ids, id)
+		}
+	default:
+		return command.AppendError(dst, command.ErrSyntax)
+	}
+	var out []byte
+	if !none {
+		for _, cl := range c.s.clientList() {
+			if ids != nil && !slices.Contains(ids, cl.id) {
+				continue
+			}
+			out = append(cl.infoLine(out), '\n')
+		}
+	}
+	return command.AppendBulk(dst, out)
+}
+
+// clientList returns the connections in id order.
+func (s *Server) clientList() []*client {
+	s.mu.Lock()
+	list := make([]*client, 0, len(s.clients))
+	for _, cl := range s.clients {
+		list = append(list, cl)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(list, func(a, b *client) int { return int(a.id - b.id) })
+	return list
+}
+
+// infoLine appends the connection's CLIENT LIST line (Redis 7.2's fields).
+func (c *client) infoLine(dst []byte) []byte {
+	now := c.s.now.Load()
+	c.mu.Lock()
+	name, libName, libVer := c.name, c.libName, c.libVer
+	c.mu.Unlock()
+	flags := ""
+	multi := c.multiLen.Load()
+	if multi >= 0 {
+		flags += "x"
+	}
+	if c.readonly.Load() {
+		flags += "r"
+	}
+	if flags == "" {
+		flags = "N"
+	}
+	cmd := "NULL"
+	if sp := c.lastCmd.Load(); sp != nil {
+		cmd = sp.Name
+	}
+	dst = append(dst, "id="...)
+	dst = strconv.AppendInt(dst, c.id, 10)
+	dst = append(dst, " addr="...)
+	dst = append(dst, c.addr...)
+	dst = append(dst, " laddr="...)
+	dst = append(dst, c.laddr...)
+	dst = append(dst, " fd="...)
+	dst = strconv.AppendInt(dst, int64(c.fc.fd), 10)
+	dst = append(dst, " name="...)
+	dst = append(dst, name...)
+	dst = append(dst, " age="...)
+	dst = strconv.AppendInt(dst, max(0, (now-c.created)/int64(time.Second)), 10)
+	dst = append(dst, " idle="...)
+	dst = strconv.AppendInt(dst, max(0, (now-c.lastActive.Load())/int64(time.Second)), 10)
+	dst = append(dst, " flags="...)
+	dst = append(dst, flags...)
+	dst = append(dst, " db=0 sub=0 psub=0 ssub=0 multi="...)
+	dst = strconv.AppendInt(dst, int64(multi), 10)
+	dst = append(dst, " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
+	dst = append(dst, cmd...)
+	dst = append(dst, " user=default redir=-1 resp=2 lib-name="...)
+	dst = append(dst, libName...)
+	dst = append(dst, " lib-ver="...)
+	return append(dst, libVer...)
+}
+
+func appendHelp(dst []byte, name string, lines []string) []byte {
+	dst = command.AppendArray(dst, len(lines)+1)
+	dst = command.AppendSimple(dst, name+" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range lines {
+		dst = command.AppendSimple(dst, l)
+	}
+	return dst
+}
+
+var clientHelp = []string{
+	"GETNAME",
+	"    Return the name of the current connection.",
+	"ID",
+	"    Return the ID of the current connection.",
+	"INFO",
+	"    Return information about the current client connection.",
+	"LIST [options ...]",
+	"    Return information about client connections. Options:",
+	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+	"      Return clients of specified type.",
+	"SETNAME <name>",
+	"    Assign the name <name> to the current connection.",
+	"SETINFO <option> <value>",
+	"    Set client meta attr. Options are:",
+	"    * LIB-NAME: the client lib name.",
+	"    * LIB-VER: the client lib version.",
+	"HELP",
+	"    Prints this help.",
+}
+
+var configHelp = []string{
+	"GET <pattern>",
+	"    Return parameters matching the glob-like <pattern> and their values.",
+	"SET <directive> <value>",
+	"    Set the configuration <directive> to <value>.",
+	"RESETSTAT",
+	"    Reset statistics reported by the INFO command.",
+	"HELP",
+	"    Prints this help.",
+}
+
+var commandHelp = []string{
+	"(no subcommand)",
+	"    Return details about all Redis commands.",
+	"COUNT",
+	"    Return the total number of commands in this Redis server.",
+	"LIST",
+	"    Return a list of all commands in this Redis server.",
+	"INFO [<command-name> ...]",
+	"    Return details about multiple Redis commands.",
+	"    If no command names are given, documentation details for all",
+	"    commands are returned.",
+	"DOCS [<command-name> ...]",
+	"    Return documentation details about multiple Redis commands.",
+	"    If no command names are given, documentation details for all",
+	"    commands are returned.",
+	"HELP",
+	"    Print this help.",
+}

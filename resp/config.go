@@ -1,0 +1,382 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"raftset/internal/command"
+)
+
+// param is a runtime parameter served by CONFIG GET/SET on this node.
+type param struct {
+	get func() string
+	set func(string) error // nil: immutable
+}
+
+// RegisterConfig adds (or replaces) a node-local parameter served by CONFIG
+// GET and CONFIG SET. set may be nil for a read-only parameter; an error
+// from set is reported as Redis does ("CONFIG SET failed (possibly related
+// to argument 'name') - <error>"). Parameters not registered here are passed
+// to Store.Admin, which owns the replicated ones (set-max-*, snapshot-*).
+func (s *Server) RegisterConfig(name string, get func() string, set func(string) error) {
+	s.cfgMu.Lock()
+	s.params[strings.ToLower(name)] = param{get: get, set: set}
+	s.cfgMu.Unlock()
+}
+
+var errImmutable = errors.New("can't set immutable config")
+
+func (s *Server) registerBuiltinConfig() {
+	s.logLevel = "notice"
+	s.RegisterConfig("requirepass", func() string { return s.auth.Load().pass },
+		func(v string) error { s.setPass(v); return nil })
+	s.RegisterConfig("port", s.port, nil)
+	s.RegisterConfig("bind", func() string {
+		host, _, _ := strings.Cut(s.cfg.Addr, ":")
+		if a := s.Addr(); a != nil {
+			host = a.String()
+			if i := strings.LastIndexByte(host, ':'); i >= 0 {
+				host = host[:i]
+			}
+		}
+		if host == "" || host == "[::]" || host == "0.0.0.0" {
+			return "*"
+		}
+		return strings.Trim(host, "[]")
+	}, nil)
+	s.RegisterConfig("databases", func() string { return "1" }, nil)
+	s.RegisterConfig("proto-max-bulk-len", func() string { return itoa(s.maxBulk.Load()) },
+		func(v string) error {
+			n, err := parseMemory(v)
+			if err != nil {
+				return err
+			}
+			if n < 1<<20 || n > 1<<40 {
+				return errors.New("argument must be between 1048576 and 1099511627776 inclusive")
+			}
+			s.maxBulk.Store(n)
+			return nil
+		})
+	s.RegisterConfig("maxclients", func() string { return itoa(s.maxClients.Load()) },
+		func(v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return errors.New("argument couldn't be parsed into an integer")
+			}
+			if n < 1 {
+				return errors.New("argument must be between 1 and 4294967295 inclusive")
+			}
+			s.maxClients.Store(n)
+			return nil
+		})
+	s.RegisterConfig("timeout", func() string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return itoa(int64(s.cfg.IdleTimeout / time.Second))
+	}, func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return errors.New("argument couldn't be parsed into an integer")
+		}
+		if n < 0 || n > 1<<31-1 {
+			return errors.New("argument must be between 0 and 2147483647 inclusive")
+		}
+		s.mu.Lock()
+		s.cfg.IdleTimeout = time.Duration(n) * time.Second
+		rs := s.rs
+		s.mu.Unlock()
+		if rs != nil {
+			rs.SetIdleClose(time.Duration(n) * time.Second) // applies to new connections
+		}
+		return nil
+	})
+	s.RegisterConfig("loglevel", func() string {
+		s.cfgMu.RLock()
+		defer s.cfgMu.RUnlock()
+		return s.logLevel
+	}, func(v string) error {
+		levels := map[string]hclog.Level{"debug": hclog.Debug, "verbose": hclog.Info,
+			"notice": hclog.Info, "warning": hclog.Warn, "nothing": hclog.Off}
+		lv, ok := levels[strings.ToLower(v)]
+		if !ok {
+			return errors.New("argument(s) must be one of the following: debug, verbose, notice, warning, nothing")
+		}
+		s.log.SetLevel(lv)
+		s.cfgMu.Lock()
+		s.logLevel = strings.ToLower(v)
+		s.cfgMu.Unlock()
+		return nil
+	})
+}
+
+// parseMemory parses a Redis memory value: bytes, or a number with one of
+// the units k, kb, m, mb, g, gb (case-insensitive).
+func parseMemory(v string) (int64, error) {
+	units := []struct {
+		suffix string
+		mul    int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1000}, {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}, {"b", 1}}
+	lv := strings.ToLower(v)
+	mul := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(lv, u.suffix) {
+			lv, mul = strings.TrimSuffix(lv, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(lv, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mul {
+		return 0, errors.New("argument must be a memory value")
+	}
+	return n * mul, nil
+}
+
+// cmdConfigGet answers CONFIG GET pattern [pattern ...] with the local
+// parameters that match, merged with what the store answers for the same
+// patterns. A name both define is the local one.
+func (c *client) cmdConfigGet(dst []byte, patterns [][]byte) []byte {
+	s := c.s
+	s.cfgMu.RLock()
+	names := make([]string, 0, len(s.params))
+	for name := range s.params {
+		names = append(names, name)
+	}
+	s.cfgMu.RUnlock()
+	slices.Sort(names)
+
+	var pairs [][2]string
+	seen := make(map[string]bool)
+	for _, name := range names {
+		for _, p := range patterns {
+			if globMatch(p, []byte(name), true) {
+				s.cfgMu.RLock()
+				pm := s.params[name]
+				s.cfgMu.RUnlock()
+				pairs = append(pairs, [2]string{name, pm.get()})
+				seen[name] = true
+				break
+			}
+		}
+	}
+	// Ask the store unless every pattern is the exact name of a local one.
+	askStore := false
+	for _, p := range patterns {
+		if bytes.ContainsAny(p, "*?[\\") || !seen[strings.ToLower(string(p))] {
+			askStore = true
+		}
+	}
+	if askStore {
+		args := make([][]byte, 0, len(patterns)+2)
+		args = append(args, []byte("config"), []byte("get"))
+		args = append(args, patterns...)
+		reply := s.store.Admin(s.ctx, args)
+		if items, ok := parseBulkArray(reply); ok {
+			for i := 0; i+1 < len(items); i += 2 {
+				name := strings.ToLower(string(items[i]))
+				if !seen[name] {
+					seen[name] = true
+					pairs = append(pairs, [2]string{name, string(items[i+1])})
+				}
+			}
+		} else if command.IsError(reply) {
+			s.log.Debug("store refused CONFIG GET", "reply", strings.TrimSpace(string(reply)))
+		}
+	}
+	dst = command.AppendArray(dst, 2*len(pairs))
+	for _, p := range pairs {
+		dst = command.AppendBulkString(dst, p[0])
+		dst = command.AppendBulkString(dst, p[1])
+	}
+	return dst
+}
+
+// cmdConfigSet answers CONFIG SET name value [name value ...]. Store-owned
+// parameters are set first (through Store.Admin, in one call); local ones
+// after, once the store accepted its part.
+func (c *client) cmdConfigSet(dst []byte, args [][]byte) []byte {
+	s := c.s
+	if (len(args)-2)%2 != 0 {
+		return command.AppendError(dst, command.ErrArity("config|set"))
+	}
+	type setting struct {
+		name, value string
+		p           param
+	}
+	var local []setting
+	var remote [][]byte
+	seen := make(map[string]bool)
+	for i := 2; i < len(args); i += 2 {
+		name := strings.ToLower(string(args[i]))
+		if seen[name] {
+			return command.AppendError(dst, "ERR CONFIG SET failed (possibly related to argument '"+
+				string(args[i])+"') - duplicate parameter")
+		}
+		seen[name] = true
+		s.cfgMu.RLock()
+		p, ok := s.params[name]
+		s.cfgMu.RUnlock()
+		if !ok {
+			remote = append(remote, args[i], args[i+1])
+			continue
+		}
+		if p.set == nil {
+			return command.AppendError(dst, "ERR CONFIG SET failed (possibly related to argument '"+
+				string(args[i])+"') - "+errImmutable.Error())
+		}
+		local = append(local, setting{name: string(args[i]), value: string(args[i+1]), p: p})
+	}
+	if len(remote) > 0 {
+		reply := s.store.Admin(s.ctx, append([][]byte{[]byte("config"), []byte("set")}, remote...))
+		if command.IsError(reply) {
+			return append(dst, reply...)
+		}
+	}
+	for _, st := range local {
+		if err := st.p.set(st.value); err != nil {
+			return command.AppendError(dst, "ERR CONFIG SET failed (possibly related to argument '"+
+				st.name+"') - "+err.Error())
+		}
+	}
+	return append(dst, command.OK...)
+}
+
+// parseBulkArray parses a RESP2 array of bulk strings (a CONFIG GET reply).
+func parseBulkArray(b []byte) ([][]byte, bool) {
+	line := func() ([]byte, bool) {
+		i := bytes.Index(b, []byte("\r\n"))
+		if i < 0 {
+			return nil, false
+		}
+		l := b[:i]
+		b = b[i+2:]
+		return l, true
+	}
+	hdr, ok := line()
+	if !ok || len(hdr) < 2 || hdr[0] != '*' {
+		return nil, false
+	}
+	n, err := strconv.Atoi(string(hdr[1:]))
+	if err != nil || n < 0 || n > len(b) {
+		return nil, false
+	}
+	items := make([][]byte, 0, n)
+	for range n {
+		h, ok := line()
+		if !ok || len(h) < 2 || h[0] != '$' {
+			return nil, false
+		}
+		m, err := strconv.Atoi(string(h[1:]))
+		if err != nil || m < 0 || m+2 > len(b) {
+			return nil, false
+		}
+		items = append(items, b[:m])
+		b = b[m+2:]
+	}
+	return items, true
+}
+
+// globMatch is Redis's stringmatchlen: '*', '?', '[...]' with '^' and
+// ranges, and '\' escapes; nocase folds ASCII case.
+func globMatch(pattern, str []byte, nocase bool) bool {
+	skip := false
+	return globMatchDepth(pattern, str, nocase, 0, &skip)
+}
+
+// globMatchDepth matches p against s. skip is Redis's skipLongerMatches:
+// once a '*' failed against every suffix, an outer '*' cannot do better, so
+// the search stays polynomial.
+func globMatchDepth(p, s []byte, nocase bool, depth int, skip *bool) bool {
+	if depth > 1000 {
+		return false
+	}
+	fold := func(c byte) byte {
+		if nocase && 'A' <= c && c <= 'Z' {
+			return c + 'a' - 'A'
+		}
+		return c
+	}
+	for len(p) > 0 && len(s) > 0 {
+		switch p[0] {
+		case '*':
+			for len(p) > 1 && p[1] == '*' {
+				p = p[1:]
+			}
+			if len(p) == 1 {
+				return true
+			}
+			for len(s) > 0 {
+				if globMatchDepth(p[1:], s, nocase, depth+1, skip) {
+					return true
+				}
+				if *skip {
+					return false
+				}
+				s = s[1:]
+			}
+			*skip = true
+			return false
+		case '?':
+			s = s[1:]
+		case '[':
+			p = p[1:]
+			not := len(p) > 0 && p[0] == '^'
+			if not {
+				p = p[1:]
+			}
+			match := false
+			for len(p) > 0 && p[0] != ']' {
+				switch {
+				case p[0] == '\\' && len(p) >= 2:
+					p = p[1:]
+					if p[0] == s[0] {
+						match = true
+					}
+				case len(p) >= 3 && p[1] == '-':
+					start, end := fold(p[0]), fold(p[2])
+					if start > end {
+						start, end = end, start
+					}
+					if c := fold(s[0]); c >= start && c <= end {
+						match = true
+					}
+					p = p[2:]
+				case fold(p[0]) == fold(s[0]):
+					match = true
+				}
+				p = p[1:]
+			}
+			if not {
+				match = !match
+			}
+			if !match {
+				return false
+			}
+			s = s[1:]
+			if len(p) == 0 {
+				// An unclosed '[' ends the pattern.
+				return len(s) == 0
+			}
+		case '\\':
+			if len(p) >= 2 {
+				p = p[1:]
+			}
+			fallthrough
+		default:
+			if fold(p[0]) != fold(s[0]) {
+				return false
+			}
+			s = s[1:]
+		}
+		p = p[1:]
+	}
+	for len(p) > 0 && p[0] == '*' {
+		p = p[1:]
+	}
+	return len(p) == 0 && len(s) == 0
+}

@@ -1,0 +1,325 @@
+package resp
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tidwall/redcon"
+
+	"raftset/internal/command"
+)
+
+// Limits on one store call made for a pipeline; a longer pipeline makes
+// several calls.
+const (
+	maxRunOps   = 1024
+	maxRunBytes = 1 << 20
+)
+
+// runKind says what the pending store call of a connection is.
+type runKind uint8
+
+const (
+	runNone runKind = iota
+	runWrite
+	runRead
+)
+
+// pendItem is one reply waiting for the pending store call: either the
+// store's reply idx, or a reply decided here (fixed[off:end]).
+type pendItem struct {
+	idx      int // -1 for a fixed reply
+	off, end int
+}
+
+// queued is a command queued by MULTI.
+type queued struct {
+	spec *command.Spec
+	args [][]byte
+}
+
+// client is one connection's state. The fields above mu belong to the
+// connection's goroutine; the ones below are read by other connections
+// (CLIENT LIST) and INFO.
+type client struct {
+	s  *Server
+	rc redcon.Conn
+	fc *frameConn
+
+	authed bool
+	stale  bool // READONLY: reads skip the consistency barrier
+	quit   bool
+
+	inMulti bool
+	dirty   bool // a command was refused while queueing: EXEC aborts
+	queue   []queued
+	watches []command.Watch
+
+	run      runKind
+	ops      []command.Op
+	reads    [][][]byte
+	runBytes int
+	pend     []pendItem
+	fixed    []byte
+	scratch  []byte
+	ncmds    int64
+	nerrs    int64
+
+	id      int64
+	addr    string
+	laddr   string
+	created int64 // Unix ns
+
+	mu      sync.Mutex
+	name    string
+	libName string
+	libVer  string
+
+	lastCmd    atomic.Pointer[command.Spec]
+	lastActive atomic.Int64 // Unix ns
+	multiLen   atomic.Int32 // commands queued, -1 outside MULTI
+	readonly   atomic.Bool
+}
+
+func newClient(s *Server, rc redcon.Conn, fc *frameConn) *client {
+	c := &client{
+		s:      s,
+		rc:     rc,
+		fc:     fc,
+		authed: !s.authRequired(),
+		id:     s.nextID.Add(1),
+		addr:   rc.RemoteAddr(),
+	}
+	if a := fc.LocalAddr(); a != nil {
+		c.laddr = a.String()
+	}
+	c.created = s.now.Load()
+	c.lastActive.Store(c.created)
+	c.multiLen.Store(-1)
+	fc.cl = c
+	return c
+}
+
+// serveRESP is redcon's handler. redcon calls it for the first command of
+// what it read; the rest of the pipeline is taken here so that it is served
+// as one batch.
+func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
+	c, _ := rc.Context().(*client)
+	if c == nil {
+		_ = rc.Close()
+		return
+	}
+	rest := rc.ReadPipeline()
+	c.handle(cmd.Args)
+	for i := 0; i < len(rest) && !c.quit; i++ {
+		c.handle(rest[i].Args)
+	}
+	c.flush()
+	s.stats.commands.Add(c.ncmds)
+	s.stats.reads.Add(1)
+	if c.nerrs > 0 {
+		s.stats.errors.Add(c.nerrs)
+	}
+	c.ncmds, c.nerrs = 0, 0
+	c.lastActive.Store(s.now.Load())
+	// Keep the per-connection buffers, unless a large reply grew them.
+	if cap(c.scratch) > maxKeptBuffer {
+		c.scratch = nil
+	}
+	if cap(c.fixed) > maxKeptBuffer {
+		c.fixed = nil
+	}
+}
+
+// maxKeptBuffer is the largest scratch buffer a connection keeps between
+// batches.
+const maxKeptBuffer = 64 << 10
+
+// handle runs one command, or queues it for the pending store call.
+// The checks come in Redis's order: existence, arity, authentication,
+// transaction state.
+func (c *client) handle(args [][]byte) {
+	if len(args) == 0 {
+		return
+	}
+	c.ncmds++
+	s := c.s
+	spec := s.table.Lookup(args[0])
+	if spec == nil {
+		c.reject(unknownCommand(args))
+		return
+	}
+	if len(spec.Subs) > 0 && len(args) > 1 {
+		sub := s.sub(spec, args[1])
+		if sub == nil {
+			c.reject(unknownSubcommand(args))
+			return
+		}
+		spec = sub
+	}
+	c.lastCmd.Store(spec)
+	if !spec.CheckArity(len(args)) {
+		c.reject(command.ErrArity(spec.Name))
+		return
+	}
+	if !c.authed && !spec.Has(command.NoAuth) && s.authRequired() {
+		c.reject(command.ErrNoAuth)
+		return
+	}
+	if c.inMulti {
+		c.queueCommand(spec, args)
+		return
+	}
+	switch {
+	case spec.Has(command.Write):
+		c.pendWrite(command.Op{Kind: command.OpCommand, Args: args}, args)
+	case spec.Has(command.ReadOnly):
+		c.pendRead(args)
+	default:
+		c.local(spec, args)
+	}
+}
+
+// reject answers a command refused before it ran; inside MULTI it also
+// makes EXEC abort, as Redis's rejectCommand does.
+func (c *client) reject(msg string) {
+	if c.inMulti {
+		c.dirty = true
+	}
+	c.scratch = command.AppendError(c.scratch[:0], msg)
+	c.reply(c.scratch)
+}
+
+// reply sends a reply decided without the store. If a store call is
+// pending, the reply waits for it so that replies keep their order.
+func (c *client) reply(b []byte) {
+	if c.run == runNone {
+		c.write(b)
+		return
+	}
+	off := len(c.fixed)
+	c.fixed = append(c.fixed, b...)
+	c.pend = append(c.pend, pendItem{idx: -1, off: off, end: len(c.fixed)})
+}
+
+func (c *client) write(b []byte) {
+	if len(b) > 0 && b[0] == '-' {
+		c.nerrs++
+	}
+	c.rc.WriteRaw(b)
+}
+
+// pendWrite adds a write to the pending Store.Write call.
+func (c *client) pendWrite(op command.Op, args [][]byte) {
+	if c.run == runRead {
+		c.flush()
+	}
+	c.run = runWrite
+	c.pend = append(c.pend, pendItem{idx: len(c.ops)})
+	c.ops = append(c.ops, op)
+	c.addRunBytes(args)
+}
+
+// pendRead adds a read to the pending ReadBatch call, or runs it at once
+// when the store has no batch reads. Either way it runs after every write
+// before it was answered.
+func (c *client) pendRead(args [][]byte) {
+	if c.s.br == nil {
+		c.flush()
+		c.write(c.s.store.Read(c.s.ctx, args, c.stale))
+		return
+	}
+	if c.run == runWrite {
+		c.flush()
+	}
+	c.run = runRead
+	c.pend = append(c.pend, pendItem{idx: len(c.reads)})
+	c.reads = append(c.reads, args)
+	c.addRunBytes(args)
+}
+
+func (c *client) addRunBytes(args [][]byte) {
+	for _, a := range args {
+		c.runBytes += len(a)
+	}
+	if len(c.pend) >= maxRunOps || c.runBytes >= maxRunBytes {
+		c.flush()
+	}
+}
+
+// flush makes the pending store call and writes every waiting reply in
+// order.
+func (c *client) flush() {
+	var replies [][]byte
+	switch c.run {
+	case runNone:
+		return
+	case runWrite:
+		replies = c.s.store.Write(c.s.ctx, c.ops)
+	case runRead:
+		replies = c.s.br.ReadBatch(c.s.ctx, c.reads, c.stale)
+	}
+	for _, p := range c.pend {
+		switch {
+		case p.idx < 0:
+			c.write(c.fixed[p.off:p.end])
+		case p.idx < len(replies) && len(replies[p.idx]) > 0:
+			c.write(replies[p.idx])
+		default:
+			c.s.log.Error("store returned no reply", "op", p.idx, "replies", len(replies))
+			c.write(errNoReply)
+		}
+	}
+	clear(c.ops)
+	clear(c.reads)
+	c.ops, c.reads, c.pend, c.fixed = c.ops[:0], c.reads[:0], c.pend[:0], c.fixed[:0]
+	c.run, c.runBytes = runNone, 0
+}
+
+// errNoReply answers an op the store did not answer: its fate is unknown.
+var errNoReply = command.Error(command.ErrClusterDown)
+
+// unknownCommand formats Redis's reply: the name and the arguments are cut
+// at 128 bytes.
+func unknownCommand(args [][]byte) string {
+	name := args[0]
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	var shown [][]byte
+	total := 0
+	for _, a := range args[1:] {
+		if total >= 128 {
+			break
+		}
+		if len(a) > 128-total {
+			a = a[:128-total]
+		}
+		shown = append(shown, a)
+		total += len(a) + 3
+	}
+	return command.ErrUnknownCommand(string(name), shown)
+}
+
+// unknownSubcommand formats Redis's reply for an unknown subcommand.
+func unknownSubcommand(args [][]byte) string {
+	sub := args[1]
+	if len(sub) > 128 {
+		sub = sub[:128]
+	}
+	return "ERR unknown subcommand '" + string(sub) + "'. Try " + upper(args[0]) + " HELP."
+}
+
+func upper(b []byte) string {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return string(out)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,38 @@
+// Package resp is raftset's client front end: a Redis-protocol (RESP2) server
+// on tidwall/redcon that parses, authenticates and checks each command
+// against the command table, answers connection commands itself, and hands
+// data commands to a Store (the Raft node) in batches.
+//
+// # Path of a command
+//
+// A connection's goroutine reads every command already buffered on the socket
+// (redcon's ReadPipeline) and walks them in order. Consecutive write commands
+// become one Store.Write call (group commit: the store merges the batches of
+// all connections into one log entry). Consecutive reads become one
+// ReadBatch call when the store offers it (one consistency barrier for the
+// run), else one Read each. A read never starts before the connection's
+// earlier writes have been answered, and replies are written in the order the
+// commands arrived. Errors found without state (unknown command, arity,
+// NOAUTH, commands refused inside MULTI) never reach the store.
+//
+// # Framing limits
+//
+// redcon buffers whatever a client announces: a bulk length of 2^31 or a
+// multibulk count of 10^9 makes it grow its buffer without bound (and a bulk
+// length near 2^63 overflows its index arithmetic). Every accepted connection
+// is therefore wrapped in a streaming RESP framing checker (framing.go) that
+// sees the bytes before redcon does and refuses, as Redis does, bulk lengths
+// above proto-max-bulk-len, multibulk counts above 1024*1024, inline lines
+// above 64 KiB and, before authentication, counts above 10 and bulk lengths
+// above 16 KiB. The refusal is written straight to the socket and the
+// connection is closed.
+//
+// # Transactions
+//
+// MULTI queues commands; EXEC sends one command.OpTx through Store.Write with
+// the stamps that WATCH obtained from Store.Watch, so the state machine
+// applies the transaction atomically and aborts it (*-1) when a watched key
+// changed. Connection and node commands queued in a transaction are answered
+// at EXEC time and travel in the transaction as pre-decided replies
+// (command.OpError), so their replies take their place in EXEC's array.
+package resp

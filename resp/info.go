@@ -1,0 +1,148 @@
+package resp
+
+import (
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"raftset/internal/command"
+)
+
+// sectionOrder is Redis's order of INFO sections; sections the store adds
+// that Redis does not know (raft) come before keyspace.
+var sectionOrder = []string{"server", "clients", "memory", "persistence", "stats",
+	"replication", "cpu", "modules", "errorstats", "cluster", "", "keyspace"}
+
+func sectionRank(name string) int {
+	if i := slices.Index(sectionOrder, name); i >= 0 {
+		return i
+	}
+	return slices.Index(sectionOrder, "")
+}
+
+// cmdInfo answers INFO [section ...]: the front end's own sections (server,
+// clients, stats) merged with the store's, in Redis's format.
+func (c *client) cmdInfo(dst []byte, args [][]byte) []byte {
+	all := len(args) == 1
+	want := make(map[string]bool)
+	for _, a := range args[1:] {
+		switch name := strings.ToLower(string(a)); name {
+		case "all", "everything", "default":
+			all = true
+		default:
+			want[name] = true
+		}
+	}
+	needStore := all
+	for name := range want {
+		if name != "server" && name != "clients" && name != "stats" {
+			needStore = true
+		}
+	}
+	secs := c.s.infoSections()
+	if needStore {
+		for _, st := range c.s.store.Info() {
+			merged := false
+			for i := range secs {
+				if strings.EqualFold(secs[i].Name, st.Name) {
+					secs[i].Fields = append(secs[i].Fields, st.Fields...)
+					merged = true
+				}
+			}
+			if !merged {
+				secs = append(secs, st)
+			}
+		}
+	}
+	slices.SortStableFunc(secs, func(a, b InfoSection) int {
+		return sectionRank(strings.ToLower(a.Name)) - sectionRank(strings.ToLower(b.Name))
+	})
+	var out []byte
+	for _, sec := range secs {
+		if !all && !want[strings.ToLower(sec.Name)] {
+			continue
+		}
+		if len(out) > 0 {
+			out = append(out, "\r\n"...)
+		}
+		out = append(out, "# "...)
+		out = append(out, sec.Name...)
+		out = append(out, "\r\n"...)
+		for _, f := range sec.Fields {
+			out = append(out, f[0]...)
+			out = append(out, ':')
+			out = append(out, f[1]...)
+			out = append(out, "\r\n"...)
+		}
+	}
+	return command.AppendBulk(dst, out)
+}
+
+// infoSections returns the sections the front end owns.
+func (s *Server) infoSections() []InfoSection {
+	now := time.Now()
+	uptime := int64(now.Sub(s.started) / time.Second)
+	exe, _ := os.Executable()
+	s.mu.Lock()
+	nclients := len(s.clients)
+	netIn, netOut := s.stats.netIn.Load(), s.stats.netOut.Load()
+	for _, c := range s.clients {
+		netIn += c.fc.in.Load()
+		netOut += c.fc.out.Load()
+	}
+	s.mu.Unlock()
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	st := &s.stats
+	return []InfoSection{
+		{Name: "Server", Fields: [][2]string{
+			{"redis_version", s.cfg.RedisVersion},
+			{"raftset_version", s.cfg.Version},
+			{"redis_git_sha1", "00000000"},
+			{"redis_git_dirty", "0"},
+			{"redis_build_id", "0"},
+			{"redis_mode", s.cfg.Mode},
+			{"os", runtime.GOOS + " " + runtime.GOARCH},
+			{"arch_bits", strconv.Itoa(strconv.IntSize)},
+			{"monotonic_clock", "Go runtime"},
+			{"multiplexing_api", "go netpoll"},
+			{"go_version", runtime.Version()},
+			{"process_id", strconv.Itoa(os.Getpid())},
+			{"process_supervised", "no"},
+			{"run_id", s.runID},
+			{"tcp_port", s.port()},
+			{"server_time_usec", i64(now.UnixMicro())},
+			{"uptime_in_seconds", i64(uptime)},
+			{"uptime_in_days", i64(uptime / 86400)},
+			{"hz", "10"},
+			{"configured_hz", "10"},
+			{"executable", exe},
+			{"config_file", ""},
+			{"io_threads_active", "0"},
+		}},
+		{Name: "Clients", Fields: [][2]string{
+			{"connected_clients", strconv.Itoa(nclients)},
+			{"cluster_connections", "0"},
+			{"maxclients", i64(s.maxClients.Load())},
+			{"client_recent_max_input_buffer", "0"},
+			{"client_recent_max_output_buffer", "0"},
+			{"blocked_clients", "0"},
+			{"tracking_clients", "0"},
+			{"clients_in_timeout_table", "0"},
+			{"total_blocking_keys", "0"},
+			{"total_blocking_keys_on_nokey", "0"},
+		}},
+		{Name: "Stats", Fields: [][2]string{
+			{"total_connections_received", i64(st.connections.Load())},
+			{"total_commands_processed", i64(st.commands.Load())},
+			{"instantaneous_ops_per_sec", i64(st.opsPerSec.Load())},
+			{"total_net_input_bytes", i64(netIn)},
+			{"total_net_output_bytes", i64(netOut)},
+			{"rejected_connections", i64(st.rejected.Load())},
+			{"total_error_replies", i64(st.errors.Load())},
+			{"total_reads_processed", i64(st.reads.Load())},
+		}},
+	}
+}

@@ -1,0 +1,422 @@
+package resp
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tidwall/redcon"
+
+	"raftset/internal/command"
+)
+
+// ErrServerClosed is returned by Serve and ListenAndServe after Close.
+var ErrServerClosed = errors.New("resp: server closed")
+
+// Config configures a Server. The zero value of each field means its default.
+type Config struct {
+	// Addr is the address ListenAndServe listens on; default ":6379".
+	Addr string
+	// RequirePass is the password of the default user; empty means none.
+	RequirePass string
+	// ProtoMaxBulkLen is the largest bulk string a client may send
+	// (proto-max-bulk-len); default 512 MiB.
+	ProtoMaxBulkLen int64
+	// MaxClients is the largest number of connections served at once;
+	// default 10000.
+	MaxClients int
+	// IdleTimeout closes connections idle that long (Redis's "timeout");
+	// zero never does.
+	IdleTimeout time.Duration
+	// Logger receives the front end's logs; default hclog.Default().
+	Logger hclog.Logger
+	// Version is raftset's version, reported as raftset_version.
+	Version string
+	// RedisVersion is the Redis version reported to clients (INFO, HELLO);
+	// default "7.2.0", so that clients enable Redis 7.2 features.
+	RedisVersion string
+	// Mode is reported by HELLO and INFO as redis_mode: "standalone"
+	// (default) or "cluster".
+	Mode string
+	// Commands is the command table; default command.Commands().
+	Commands command.Table
+}
+
+// Server is a RESP server in front of a Store.
+type Server struct {
+	cfg   Config
+	store Store
+	br    BatchReader // store's batch reads, or nil
+	log   hclog.Logger
+	table command.Table
+	subs  map[*command.Spec]map[string]*command.Spec
+	docs  *commandDocs
+
+	ctx    context.Context // cancelled by Close: store calls give up
+	cancel context.CancelFunc
+
+	auth       atomic.Pointer[authConfig]
+	maxBulk    atomic.Int64
+	maxClients atomic.Int64
+	now        atomic.Int64 // coarse clock (Unix ns), updated every 100ms
+
+	cfgMu    sync.RWMutex
+	params   map[string]param
+	logLevel string
+
+	mu       sync.Mutex
+	ln       net.Listener
+	rs       *redcon.Server
+	serving  bool
+	closed   bool
+	done     chan struct{} // closed when Serve returns
+	tickStop chan struct{}
+	tickDone chan struct{}
+	clients  map[int64]*client
+	conns    sync.WaitGroup
+
+	nextID  atomic.Int64
+	started time.Time
+	runID   string
+	stats   stats
+}
+
+type authConfig struct {
+	pass string
+	sum  [sha256.Size]byte
+}
+
+// stats are the counters INFO reports.
+type stats struct {
+	connections atomic.Int64 // total_connections_received
+	rejected    atomic.Int64 // rejected_connections
+	commands    atomic.Int64 // total_commands_processed
+	errors      atomic.Int64 // total_error_replies
+	netIn       atomic.Int64 // bytes of closed connections
+	netOut      atomic.Int64
+	reads       atomic.Int64 // total_reads_processed (batches)
+	opsPerSec   atomic.Int64
+	samples     [16]int64 // ops per second, one per tick (ticker goroutine only)
+	sampleIdx   int
+	lastCount   int64
+	lastTick    time.Time
+}
+
+// NewServer returns a server for store. It does not listen yet.
+func NewServer(cfg Config, store Store) *Server {
+	if cfg.Addr == "" {
+		cfg.Addr = ":6379"
+	}
+	if cfg.ProtoMaxBulkLen <= 0 {
+		cfg.ProtoMaxBulkLen = DefaultProtoMaxBulkLen
+	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = 10000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.Default()
+	}
+	if cfg.RedisVersion == "" {
+		cfg.RedisVersion = "7.2.0"
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = "standalone"
+	}
+	if cfg.Commands == nil {
+		cfg.Commands = command.Commands()
+	}
+	s := &Server{
+		cfg:     cfg,
+		store:   store,
+		log:     cfg.Logger,
+		table:   cfg.Commands,
+		params:  make(map[string]param),
+		clients: make(map[int64]*client),
+		started: time.Now(),
+		runID:   newRunID(),
+	}
+	s.br, _ = store.(BatchReader)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.setPass(cfg.RequirePass)
+	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	s.maxClients.Store(int64(cfg.MaxClients))
+	s.now.Store(s.started.UnixNano())
+	s.subs = make(map[*command.Spec]map[string]*command.Spec)
+	for _, spec := range s.table {
+		if len(spec.Subs) == 0 {
+			continue
+		}
+		m := make(map[string]*command.Spec, len(spec.Subs))
+		for _, sub := range spec.Subs {
+			m[sub.Name[len(spec.Name)+1:]] = sub
+		}
+		s.subs[spec] = m
+	}
+	s.docs = newCommandDocs(s.table)
+	s.registerBuiltinConfig()
+	return s
+}
+
+func newRunID() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) setPass(p string) {
+	s.auth.Store(&authConfig{pass: p, sum: sha256.Sum256([]byte(p))})
+}
+
+// authRequired reports whether a password is set.
+func (s *Server) authRequired() bool { return s.auth.Load().pass != "" }
+
+// checkPass compares in constant time.
+func (s *Server) checkPass(p []byte) bool {
+	a := s.auth.Load()
+	sum := sha256.Sum256(p)
+	return subtle.ConstantTimeCompare(sum[:], a.sum[:]) == 1
+}
+
+// ListenAndServe listens on cfg.Addr and serves until Close.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Serve serves connections accepted on ln until Close. It returns
+// ErrServerClosed after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return ErrServerClosed
+	}
+	if s.serving {
+		s.mu.Unlock()
+		return errors.New("resp: already serving")
+	}
+	s.serving = true
+	fl := &frameListener{Listener: ln, s: s}
+	rs := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.serveRESP, s.accept, s.closedConn)
+	rs.AcceptError = s.acceptError
+	if s.cfg.IdleTimeout > 0 {
+		rs.SetIdleClose(s.cfg.IdleTimeout)
+	}
+	s.ln, s.rs = fl, rs
+	s.done = make(chan struct{})
+	s.tickStop, s.tickDone = make(chan struct{}), make(chan struct{})
+	go s.tick()
+	s.mu.Unlock()
+
+	err := rs.Serve(fl)
+	close(s.done)
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrServerClosed
+	}
+	return err
+}
+
+// acceptError backs off on accept errors such as EMFILE (redcon retries at
+// once, in a loop).
+func (s *Server) acceptError(err error) {
+	s.log.Warn("accept failed", "error", err)
+	select {
+	case <-s.ctx.Done():
+	case <-time.After(10 * time.Millisecond):
+	}
+}
+
+// Addr returns the address the server listens on, or nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Close stops listening, closes every connection, cancels the store calls
+// in flight, and returns once every goroutine the server started has ended.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ln, done, tickStop, tickDone := s.ln, s.done, s.tickStop, s.tickDone
+	s.mu.Unlock()
+
+	s.cancel()
+	var err error
+	if ln != nil {
+		err = ln.Close()
+		<-done // redcon's accept loop ended and closed every connection
+	}
+	s.conns.Wait() // every connection goroutine returned
+	if tickStop != nil {
+		close(tickStop)
+		<-tickDone
+	}
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// accept is redcon's accept callback, run on the accepting goroutine.
+func (s *Server) accept(rc redcon.Conn) bool {
+	s.stats.connections.Add(1)
+	fc, _ := rc.NetConn().(*frameConn)
+	s.mu.Lock()
+	full := int64(len(s.clients)) >= s.maxClients.Load()
+	s.mu.Unlock()
+	if full || fc == nil {
+		s.stats.rejected.Add(1)
+		rc.WriteError("ERR max number of clients reached")
+		return false
+	}
+	c := newClient(s, rc, fc)
+	s.mu.Lock()
+	s.clients[c.id] = c
+	s.mu.Unlock()
+	rc.SetContext(c)
+	s.conns.Add(1)
+	return true
+}
+
+// closedConn is redcon's closed callback, run when a connection's goroutine
+// ends (with redcon's server lock held).
+func (s *Server) closedConn(rc redcon.Conn, err error) {
+	c, _ := rc.Context().(*client)
+	if c == nil {
+		return
+	}
+	s.stats.netIn.Add(c.fc.in.Load())
+	s.stats.netOut.Add(c.fc.out.Load())
+	s.mu.Lock()
+	delete(s.clients, c.id)
+	s.mu.Unlock()
+	if err != nil && !errors.Is(err, errRefused) && s.ctx.Err() == nil {
+		s.log.Debug("connection closed", "addr", c.addr, "error", err)
+	}
+	s.conns.Done()
+}
+
+// tick keeps the coarse clock and the instantaneous ops/sec, as Redis's
+// serverCron samples them (16 samples, 100ms apart).
+func (s *Server) tick() {
+	defer close(s.tickDone)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	st := &s.stats
+	st.lastTick = time.Now()
+	for {
+		select {
+		case <-s.tickStop:
+			return
+		case now := <-t.C:
+			s.now.Store(now.UnixNano())
+			total := st.commands.Load()
+			if el := now.Sub(st.lastTick); el > 0 {
+				st.samples[st.sampleIdx] = (total - st.lastCount) * int64(time.Second) / int64(el)
+				st.sampleIdx = (st.sampleIdx + 1) % len(st.samples)
+			}
+			st.lastCount, st.lastTick = total, now
+			var sum int64
+			for _, v := range st.samples {
+				sum += v
+			}
+			st.opsPerSec.Store(sum / int64(len(st.samples)))
+		}
+	}
+}
+
+// resetStats implements CONFIG RESETSTAT.
+func (s *Server) resetStats() {
+	st := &s.stats
+	st.connections.Store(0)
+	st.rejected.Store(0)
+	st.commands.Store(0)
+	st.errors.Store(0)
+	st.netIn.Store(0)
+	st.netOut.Store(0)
+	st.reads.Store(0)
+	s.mu.Lock()
+	for _, c := range s.clients {
+		c.fc.in.Store(0)
+		c.fc.out.Store(0)
+	}
+	s.mu.Unlock()
+}
+
+// port returns the listening port, or 0.
+func (s *Server) port() string {
+	if a, ok := s.Addr().(*net.TCPAddr); ok {
+		return itoa(int64(a.Port))
+	}
+	if a := s.Addr(); a != nil {
+		if _, p, err := net.SplitHostPort(a.String()); err == nil {
+			return p
+		}
+	}
+	if _, p, err := net.SplitHostPort(s.cfg.Addr); err == nil {
+		return p
+	}
+	return "0"
+}
+
+// sub finds a container's subcommand by name in any case, without
+// allocating.
+func (s *Server) sub(parent *command.Spec, name []byte) *command.Spec {
+	m := s.subs[parent]
+	if m == nil {
+		return nil
+	}
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return m[string(buf[:len(name)])]
+}
+
+// role returns "master" or "replica" from the store's replication section.
+func (s *Server) role() string {
+	for _, sec := range s.store.Info() {
+		if !strings.EqualFold(sec.Name, "replication") {
+			continue
+		}
+		for _, f := range sec.Fields {
+			if f[0] == "role" {
+				if f[1] == "slave" || f[1] == "replica" || f[1] == "follower" {
+					return "replica"
+				}
+				return "master"
+			}
+		}
+	}
+	return "master"
+}
