@@ -21,7 +21,7 @@ import (
 // CONFIG. args[0] is the name; arity is already checked by the front end.
 func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
 	if len(args) == 0 {
-		return replyErrNothingToAdmin
+		return replyNoAdminCommand
 	}
 	switch strings.ToLower(string(args[0])) {
 	case "save":
@@ -46,12 +46,26 @@ func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
 }
 
 // snapshotNow takes a Raft snapshot (the state machine writes an RDB file)
-// and waits for it. Nothing new to snapshot counts as saved.
+// and waits for it. On the leader a barrier goes first, so the snapshot holds
+// every write acknowledged before SAVE. Raft refuses to snapshot a state
+// machine that has applied nothing since start; that is a success only when
+// the state is already in a snapshot (or empty), and an error otherwise
+// (state loaded outside the log, before this node has a leader).
 func (n *Node) snapshotNow() error {
 	n.saveMu.Lock()
 	defer n.saveMu.Unlock()
+	if n.raft.State() == raft.Leader {
+		if err := n.raft.Barrier(n.cfg.BarrierTimeout).Error(); err != nil {
+			return fmt.Errorf("snapshot failed: barrier: %w", err)
+		}
+	}
 	err := n.raft.Snapshot().Error()
 	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		list, lerr := n.snaps.List()
+		keys, _ := n.fsm.KeyspaceCounts()
+		if lerr != nil || (len(list) == 0 && keys > 0) {
+			return errors.New("snapshot failed: this node has applied no log entry yet (wait until it has a leader)")
+		}
 		err = nil
 	}
 	if err != nil {

@@ -66,6 +66,10 @@ type Config struct {
 	// raft.SuggestedMaxDataSize (512 KiB); a single command bigger than this
 	// is refused.
 	MaxEntryBytes int
+	// MaxOpBytes caps one command, which then travels alone in its entry
+	// when it is bigger than MaxEntryBytes (a large string or member, as
+	// Redis accepts up to proto-max-bulk-len). Default 512 MiB + 1 MiB.
+	MaxOpBytes int
 	// MaxEntryOps caps the number of ops in one log entry. Default 4096.
 	MaxEntryOps int
 	// MaxInflight caps the entries proposed but not yet applied; the proposer
@@ -102,6 +106,7 @@ func DefaultConfig() Config {
 		ApplyTimeout:       5 * time.Second,
 		BarrierTimeout:     10 * time.Second,
 		MaxEntryBytes:      raft.SuggestedMaxDataSize,
+		MaxOpBytes:         513 << 20,
 		MaxEntryOps:        4096,
 		MaxInflight:        64,
 	}
@@ -139,6 +144,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.BarrierTimeout == 0 {
 		c.BarrierTimeout = d.BarrierTimeout
+	}
+	if c.MaxOpBytes == 0 {
+		c.MaxOpBytes = d.MaxOpBytes
 	}
 	if c.MaxEntryBytes == 0 {
 		c.MaxEntryBytes = d.MaxEntryBytes

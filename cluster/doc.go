@@ -11,8 +11,9 @@
 // leader's clock (fsm.Prepare: syntax check, EXPIRE → PEXPIREAT), packs them
 // into one log entry (group commit, capped by MaxEntryBytes and MaxEntryOps)
 // and hands it to Raft without waiting for the commit; it only waits for
-// Raft's leader loop to have stored the previous entry, so each fsync
-// carries everything that arrived meanwhile. A completer goroutine gives
+// Raft's leader loop to have stored the previous entry (and, for a bounded
+// moment, for that entry's writers to come back), so each fsync carries
+// everything that arrived meanwhile. A completer goroutine gives
 // every op its reply from the entry's fsm.ApplyResult. Errors say whether
 // the write may have happened: -TRYAGAIN only when it certainly was not
 // appended, -CLUSTERDOWN when its outcome is unknown (design brief §2, §8).

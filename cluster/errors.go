@@ -9,13 +9,9 @@ import (
 	"raftset/internal/command"
 )
 
-var (
-	// ErrClosed is returned by operations on a closed Node.
-	ErrClosed = errors.New("cluster: node is closed")
-	// ErrCorruptSnapshot is wrapped by New when the latest snapshot cannot be
-	// read or restored; the files are left as they are.
-	ErrCorruptSnapshot = errors.New("cluster: latest snapshot is unusable")
-)
+// ErrCorruptSnapshot is wrapped by New when the latest snapshot cannot be
+// read or restored; the files are left as they are.
+var ErrCorruptSnapshot = errors.New("cluster: latest snapshot is unusable")
 
 // The replies of the node itself, RESP2 wire bytes. Two families, never
 // mixed (design brief §2, §8):
@@ -25,20 +21,27 @@ var (
 //     (leadership lost before commit, shutdown, storage failure): it may or
 //     may not be applied.
 var (
-	replyTryAgainNoLeader  = command.Error(command.ErrTryAgain)
-	replyTryAgainClosing   = command.Error("TRYAGAIN the write was not proposed: the node is shutting down, retry")
-	replyTryAgainQueue     = command.Error("TRYAGAIN the write was not proposed: Raft's queue stayed full (or a leadership transfer is in progress), retry")
-	replyUnknownLost       = command.Error("CLUSTERDOWN the write's outcome is unknown: leadership was lost before it committed; it may or may not be applied")
-	replyUnknownShutdown   = command.Error("CLUSTERDOWN the write's outcome is unknown: the node shut down before it was applied; it may or may not be applied")
-	replyUnknownCanceled   = command.Error("CLUSTERDOWN the write's outcome is unknown: the request was canceled after it was proposed; it may or may not be applied")
-	replyUnknownInternal   = command.Error("CLUSTERDOWN the write's outcome is unknown: the state machine returned no reply for it")
-	replyReadNoLeader      = command.Error("TRYAGAIN the read was not served: no leader is known, retry")
-	replyReadClosing       = command.Error("TRYAGAIN the read was not served: the node is shutting down")
-	replyReadNotReady      = command.Error("TRYAGAIN the read was not served: the new leader has not committed an entry of its term yet, retry")
-	replyReadLostLeader    = command.Error("TRYAGAIN the read was not served: leadership could not be confirmed, retry")
-	replyReadCanceled      = command.Error("TRYAGAIN the read was not served: the request was canceled")
-	replyErrNothingToAdmin = command.Error("ERR unknown admin command")
+	replyTryAgainNoLeader = fixed(command.ErrTryAgain)
+	replyTryAgainClosing  = fixed("TRYAGAIN the write was not proposed: the node is shutting down, retry")
+	replyTryAgainQueue    = fixed("TRYAGAIN the write was not proposed: Raft's queue stayed full (or a leadership transfer is in progress), retry")
+	replyUnknownLost      = fixed("CLUSTERDOWN the write's outcome is unknown: leadership was lost before it committed; it may or may not be applied")
+	replyUnknownShutdown  = fixed("CLUSTERDOWN the write's outcome is unknown: the node shut down before it was applied; it may or may not be applied")
+	replyUnknownCanceled  = fixed("CLUSTERDOWN the write's outcome is unknown: the request was canceled after it was proposed; it may or may not be applied")
+	replyUnknownInternal  = fixed("CLUSTERDOWN the write's outcome is unknown: the state machine returned no reply for it")
+	replyReadNoLeader     = fixed("TRYAGAIN the read was not served: no leader is known, retry")
+	replyReadClosing      = fixed("TRYAGAIN the read was not served: the node is shutting down")
+	replyReadNotReady     = fixed("TRYAGAIN the read was not served: the new leader has not committed an entry of its term yet, retry")
+	replyReadLostLeader   = fixed("TRYAGAIN the read was not served: leadership could not be confirmed, retry")
+	replyReadCanceled     = fixed("TRYAGAIN the read was not served: the request was canceled")
+	replyNoAdminCommand   = fixed("ERR unknown admin command")
 )
+
+// fixed returns the error reply for msg with no spare capacity, so that a
+// caller appending to a shared reply copies it instead of writing into it.
+func fixed(msg string) []byte {
+	b := command.Error(msg)
+	return b[:len(b):len(b)]
+}
 
 // notLeaderWrite is the reply to a write refused by a follower before
 // proposing. Forwarding (a later issue) will make it rare.
@@ -46,7 +49,7 @@ func notLeaderWrite(leaderAddr, leaderID string) []byte {
 	if leaderAddr == "" {
 		return replyTryAgainNoLeader
 	}
-	return command.Error("TRYAGAIN the write was not proposed: this node is not the leader (the leader is " +
+	return fixed("TRYAGAIN the write was not proposed: this node is not the leader (the leader is " +
 		leaderID + " at " + leaderAddr + "), retry")
 }
 
@@ -55,7 +58,7 @@ func notLeaderRead(leaderAddr, leaderID string) []byte {
 	if leaderAddr == "" {
 		return replyReadNoLeader
 	}
-	return command.Error("TRYAGAIN the read was not served: this node is not the leader (the leader is " +
+	return fixed("TRYAGAIN the read was not served: this node is not the leader (the leader is " +
 		leaderID + " at " + leaderAddr + "), retry")
 }
 
@@ -82,6 +85,6 @@ func applyErrorReply(err error) []byte {
 		return replyUnknownShutdown
 	default:
 		// ErrAbortedByRestore, a log store failure: unknown.
-		return command.Error("CLUSTERDOWN the write's outcome is unknown: " + err.Error())
+		return fixed("CLUSTERDOWN the write's outcome is unknown: " + err.Error())
 	}
 }

@@ -337,6 +337,29 @@ func (n *Node) Close() error {
 	return err
 }
 
+// WaitLeader blocks until a leader is known and, when this node is the
+// leader, until it can serve linearizable reads (it has committed an entry
+// of its term and applied everything before it), or ctx ends. Startup code
+// uses it before its first SAVE or read.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if addr, _ := n.Leader(); addr != "" {
+			if n.raft.State() != raft.Leader || n.linearize(ctx) == nil {
+				return nil
+			}
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: wait for a leader: %w", ctx.Err())
+		case <-n.stopCh:
+			return errors.New("cluster: wait for a leader: node closed")
+		}
+	}
+}
+
 // ID returns the node's id.
 func (n *Node) ID() string { return n.cfg.NodeID }
 

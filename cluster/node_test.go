@@ -144,12 +144,18 @@ func TestConcurrentWritesAreBatched(t *testing.T) {
 func TestOversizedWrites(t *testing.T) {
 	cfg := fastConfig(t, "n1")
 	cfg.MaxEntryBytes = 4096
+	cfg.MaxOpBytes = 8192
 	f := newFakeFSM()
 	n := mustNode(t, cfg, f, true)
 	ctx := context.Background()
 
-	huge := strings.Repeat("x", 5000)
+	huge := strings.Repeat("x", 9000)
 	before := n.st.entries.Load()
+	// Over the group-commit target but under MaxOpBytes: alone in an entry.
+	if got := n.Write(ctx, []command.Op{cmd("sadd", "big", strings.Repeat("z", 6000))}); string(got[0]) != ":1\r\n" {
+		t.Errorf("Write(6000-byte member) = %q, want :1", got[0])
+	}
+	before = n.st.entries.Load()
 	got := n.Write(ctx, []command.Op{cmd("sadd", "k", huge)})
 	if !strings.HasPrefix(string(got[0]), "-ERR the command is") {
 		t.Errorf("Write(huge) = %q, want the entry-limit error", got[0])
@@ -586,4 +592,38 @@ func TestCloseUnderLoadKeepsAcknowledgedWrites(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged writes, all kept", len(acked))
+}
+
+// State loaded outside the log (an import) is not reported as saved before
+// Raft can snapshot it; once the node leads, SAVE persists it.
+func TestSaveOfStateOutsideTheLog(t *testing.T) {
+	ctx := context.Background()
+	preloaded := func() *fakeFSM {
+		f := newFakeFSM()
+		f.sets["imported"] = map[string]bool{"a": true}
+		return f
+	}
+	cfg := fastConfig(t, "n1")
+	cfg.Bootstrap = false // never leads: nothing is ever applied
+	n := mustNode(t, cfg, preloaded(), false)
+	if got := string(n.Admin(ctx, args("save"))); !strings.HasPrefix(got, "-ERR snapshot failed: this node has applied no log entry") {
+		t.Errorf("SAVE before any entry was applied = %q, want an error", got)
+	}
+
+	dir := t.TempDir()
+	n2 := mustNode(t, diskConfig(t, dir), preloaded(), false)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := n2.WaitLeader(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(n2.Admin(ctx, args("save"))); got != "+OK\r\n" {
+		t.Fatalf("SAVE on the leader = %q", got)
+	}
+	n2.Close()
+	f := newFakeFSM()
+	n3 := mustNode(t, diskConfig(t, dir), f, true)
+	if got := string(n3.Read(ctx, args("exists", "imported"), false)); got != ":1\r\n" {
+		t.Errorf("after SAVE and restart EXISTS imported = %q, want :1", got)
+	}
 }

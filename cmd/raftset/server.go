@@ -20,7 +20,6 @@ import (
 
 	"raftset/cluster"
 	"raftset/fsm"
-	"raftset/internal/command"
 	"raftset/internal/setenc"
 	"raftset/resp"
 )
@@ -78,11 +77,6 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		MaxListpackEntries: cfg.MaxListpackEntries,
 		MaxListpackValue:   cfg.MaxListpackValue,
 	}, Logger: logger})
-	if cfg.Import != "" {
-		if err := importDump(f, cfg.Import, logger); err != nil {
-			return nil, err
-		}
-	}
 
 	cc := cluster.DefaultConfig()
 	cc.NodeID = id
@@ -103,8 +97,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		}
 	}()
 	if cfg.Import != "" {
-		// The imported keys live only in memory until a snapshot holds them.
-		if err := persistImport(rn); err != nil {
+		if err := importDump(rn, f.Limits(), cfg, logger); err != nil {
 			return nil, err
 		}
 	}
@@ -218,10 +211,14 @@ func isEmptyDataDir(dir string) (bool, error) {
 	return true, nil
 }
 
-// importDump loads a Redis dump.rdb into the state machine, as Redis loads its
-// dump at start-up, logging progress for large files.
-func importDump(f *fsm.FSM, path string, log hclog.Logger) error {
-	file, err := os.Open(path)
+// importDump makes a Redis dump.rdb the node's state, as Redis loads its dump
+// at start-up: the dump is read (database 0, Redis's encodings on load,
+// expired keys dropped) into a scratch state machine, written back as a
+// raftset snapshot, and installed through Raft's user restore, so that the
+// keys are part of the replicated log's base and reach every node, now or
+// later. Progress is logged for large files.
+func importDump(rn *cluster.Node, lim setenc.Limits, cfg *Config, log hclog.Logger) error {
+	file, err := os.Open(cfg.Import)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -230,25 +227,35 @@ func importDump(f *fsm.FSM, path string, log hclog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
+	log.Info("importing Redis dump", "file", cfg.Import, "bytes", st.Size())
+	scratch := fsm.New(fsm.Config{Limits: lim, Logger: log})
 	pr := &progressReader{r: file, total: st.Size(), log: log, next: time.Now().Add(time.Second)}
-	log.Info("importing Redis dump", "file", path, "bytes", st.Size())
-	keys, err := f.LoadRDB(pr, fsm.LoadOptions{NowMs: time.Now().UnixMilli()})
+	keys, err := scratch.LoadRDB(pr, fsm.LoadOptions{NowMs: time.Now().UnixMilli()})
 	if err != nil {
-		return fmt.Errorf("import %s: %w", path, err)
+		return fmt.Errorf("import %s: %w", cfg.Import, err)
 	}
-	log.Info("import done", "file", path, "keys", keys)
-	return nil
-}
-
-// persistImport snapshots the imported state once this node leads, so that it
-// survives a restart.
-func persistImport(rn *cluster.Node) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	tmp, err := os.CreateTemp(cfg.Dir, "import-*.rdb")
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if err := scratch.WriteRDB(tmp); err != nil {
+		return fmt.Errorf("import: write snapshot: %w", err)
+	}
+	size, err := tmp.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	reply := rn.Admin(ctx, [][]byte{[]byte("save")})
-	if command.IsError(reply) {
-		return fmt.Errorf("import: snapshot the imported keys: %s", strings.TrimSpace(string(reply[1:])))
+	if err := rn.Import(ctx, tmp, size); err != nil {
+		return err
 	}
+	log.Info("import done", "file", cfg.Import, "keys", keys)
 	return nil
 }
 
