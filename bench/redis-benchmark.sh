@@ -6,6 +6,7 @@
 #   bench/redis-benchmark.sh            # RUNS=3 N=1000000 by default
 #   RUNS=5 N=2000000 bench/redis-benchmark.sh
 #   MEMORY=0 bench/redis-benchmark.sh   # skip the 10M-SADD memory run
+#   PIPELINES=10 ONLY=sismember bench/redis-benchmark.sh   # a subset
 #
 # Needs redis-server and redis-benchmark (apt-get install -y redis-server redis-tools).
 set -euo pipefail
@@ -21,20 +22,27 @@ trap cleanup EXIT
 go build -o "$work/raftset" ./cmd/raftset
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-wait_ping() { for _ in $(seq 1 200); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "server on $1 did not start" >&2; return 1; }
+# wait_ready waits until the server accepts a write (raftset: has elected itself).
+wait_ready() {
+  for _ in $(seq 1 400); do
+    [ "$(redis-cli -p "$1" SET __bench_ready 1 2>/dev/null)" = OK ] && { redis-cli -p "$1" DEL __bench_ready >/dev/null; return 0; }
+    sleep 0.05
+  done
+  echo "server on $1 did not become writable" >&2; return 1
+}
 
 start_redis() {
   local port=$1 dir=$2
   mkdir -p "$dir"
   redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly yes \
     --appendfsync always --logfile "$dir/redis.log" --daemonize no & pids+=($!)
-  wait_ping "$port"
+  wait_ready "$port"
 }
 start_raftset() {
   local port=$1 dir=$2
   "$work/raftset" --port "$port" --raft-addr "127.0.0.1:$(free_port)" --dir "$dir" --loglevel warn \
     >"$dir.log" 2>&1 & pids+=($!)
-  wait_ping "$port"
+  wait_ready "$port"
 }
 stop_last() { local p=${pids[-1]}; kill "$p"; wait "$p" 2>/dev/null || true; unset 'pids[-1]'; }
 
@@ -49,8 +57,9 @@ rps() {
 
 commands=("sadd __rand_int__ __rand_int__" "smembers __rand_int__" "sismember __rand_int__ __rand_int__" "spop __rand_int__")
 printf '%-40s %-3s %12s %12s %7s\n' command P raftset redis ratio
-for p in 1 10; do
+for p in ${PIPELINES:-1 10}; do
   for cmd in "${commands[@]}"; do
+    case "$cmd" in *"${ONLY:-}"*) ;; *) continue ;; esac
     r_list=(); s_list=()
     for run in $(seq 1 "$RUNS"); do
       rp=$(free_port); start_redis "$rp" "$work/redis-$run"

@@ -23,6 +23,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "rdb":
 			return runRDB(args[1:], stdout, stderr)
+		case "healthcheck":
+			return runHealthcheck(args[1:], stdout, stderr)
 		case "version", "--version", "-v":
 			fmt.Fprintf(stdout, "raftset %s\n", version)
 			return 0

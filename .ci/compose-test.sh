@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# The 3-node docker compose cluster, end to end: build the static binary and
+# the FROM-scratch image, start n1..n3, write through one node and read through
+# another, kill the leader, keep writing through a survivor, restart the old
+# leader and wait until all three replicas have the same DEBUG DIGEST.
+#
+# Needs docker and docker compose (the v2 plugin or v1 docker-compose); fails
+# when they are missing. Uses redis-cli on the host against the published
+# ports when present (.ci/run installs redis-tools), else a bash /dev/tcp RESP
+# client. Always removes its containers, network and volumes (down -v).
+#
+# Environment: RAFTSET_N1_PORT..RAFTSET_N3_PORT (default: free ports),
+# KEEP=1 leaves the cluster running on failure for a look, RESP_CLIENT=bash
+# uses the /dev/tcp client even when redis-cli is installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+step() { printf '\n=== %s\n' "$*"; }
+ok() { printf '    ok: %s\n' "$*"; }
+fail() { printf '\nFAIL: %s\n' "$*" >&2; exit 1; }
+
+step "check docker and docker compose"
+command -v docker >/dev/null || fail "docker is not installed"
+docker info >/dev/null 2>&1 || fail "the docker daemon is not reachable (docker info failed)"
+if docker compose version >/dev/null 2>&1; then
+  compose_cmd=(docker compose)
+elif command -v docker-compose >/dev/null && docker-compose version >/dev/null 2>&1; then
+  compose_cmd=(docker-compose)
+else
+  fail "neither 'docker compose' nor 'docker-compose' works"
+fi
+ok "$("${compose_cmd[@]}" version 2>/dev/null | head -n1)"
+
+# A unique project: its own containers, network and volumes.
+export COMPOSE_PROJECT_NAME="raftsetci$$$(date +%s)"
+compose() { "${compose_cmd[@]}" -f docker-compose.yml "$@"; }
+
+# Host ports: free ones unless given.
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 30000))
+    port_busy "$p" || { echo "$p"; return 0; }
+  done
+  fail "no free port found"
+}
+export RAFTSET_N1_PORT=${RAFTSET_N1_PORT:-$(pick_port)}
+export RAFTSET_N2_PORT=${RAFTSET_N2_PORT:-$(pick_port)}
+export RAFTSET_N3_PORT=${RAFTSET_N3_PORT:-$(pick_port)}
+nodes=(n1 n2 n3)
+declare -A port=([n1]=$RAFTSET_N1_PORT [n2]=$RAFTSET_N2_PORT [n3]=$RAFTSET_N3_PORT)
+ok "project $COMPOSE_PROJECT_NAME, client ports n1=${port[n1]} n2=${port[n2]} n3=${port[n3]}"
+
+started=0
+cleanup() {
+  local rc=$?
+  if [ "$started" = 1 ]; then
+    if [ "$rc" != 0 ]; then
+      step "failed (exit $rc): container state and logs"
+      compose ps || true
+      compose logs --no-color --tail=40 || true
+      if [ "${KEEP:-0}" = 1 ]; then
+        echo "KEEP=1: leaving project $COMPOSE_PROJECT_NAME up; remove it with:"
+        echo "  COMPOSE_PROJECT_NAME=$COMPOSE_PROJECT_NAME ${compose_cmd[*]} down -v"
+        exit "$rc"
+      fi
+    fi
+    step "clean up: down -v"
+    compose down -v --remove-orphans --timeout 5 || true
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# cli PORT ARGS...: one command, its reply on stdout like redis-cli --raw
+# (error replies as "ERR ..." / "-ERR ..." text, never a failed exit status).
+if [ "${RESP_CLIENT:-}" != bash ] && command -v redis-cli >/dev/null; then
+  cli() { local p=$1; shift; timeout 10 redis-cli -h 127.0.0.1 -p "$p" --raw "$@" 2>&1 || true; }
+else
+  # A tiny RESP client on bash's /dev/tcp: enough for +, -, :, $ and flat *.
+  resp_read() {
+    local line n i
+    IFS= read -r -t 5 line <&3 || return 1
+    line=${line%$'\r'}
+    case $line in
+      [+:]*) printf '%s\n' "${line:1}" ;;
+      -*) printf '%s\n' "$line" ;;
+      \$-1) printf '\n' ;;
+      \$*) n=${line:1}; local data; IFS= read -r -t 5 -N $((n + 2)) data <&3 || return 1
+           printf '%s\n' "${data%$'\r\n'}" ;;
+      \*-1 | \*0) ;;
+      \**) n=${line:1}; for ((i = 0; i < n; i++)); do resp_read || return 1; done ;;
+      *) printf 'bad reply: %s\n' "$line"; return 1 ;;
+    esac
+  }
+  cli() {
+    local p=$1 a req; shift
+    req="*$#"$'\r\n'
+    for a in "$@"; do req+="\$${#a}"$'\r\n'"$a"$'\r\n'; done
+    (
+      exec 3<>"/dev/tcp/127.0.0.1/$p" || exit 0
+      printf '%s' "$req" >&3
+      resp_read
+    ) 2>&1 || true
+  }
+fi
+
+info_field() { cli "$1" INFO raft | tr -d '\r' | sed -n "s/^$2://p"; }
+container() { compose ps -q "$1"; }
+health() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$(container "$1")" 2>/dev/null || echo gone; }
+
+# wait_for WHAT SECONDS COMMAND...: poll every half second.
+wait_for() {
+  local what=$1 secs=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for $what"
+    sleep 0.5
+  done
+  ok "$what"
+}
+
+# all_healthy NODES...: every node's container healthy; fails the test at
+# once when one has exited (a bad flag exits 2 and never becomes healthy).
+all_healthy() {
+  local n state
+  for n in "$@"; do
+    state=$(docker inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$(container "$n")" 2>/dev/null || echo "gone -")
+    case $state in exited* | dead* | gone*) fail "$n is not running (state, exit code: $state)" ;; esac
+    [ "$(health "$n")" = healthy ] || return 1
+  done
+}
+
+# leader_of NODES...: the one node id every given node agrees is the leader,
+# with that node saying it is the leader.
+leader=""
+agree_on_leader() {
+  local n id first=""
+  for n in "$@"; do
+    id=$(info_field "${port[$n]}" raft_leader_id)
+    [ -n "$id" ] || return 1
+    [ -z "$first" ] || [ "$id" = "$first" ] || return 1
+    first=$id
+  done
+  [ -n "${port[$first]:-}" ] || return 1
+  [ "$(info_field "${port[$first]}" raft_state)" = leader ] || return 1
+  leader=$first
+}
+
+members_are() { # PORT KEY EXPECTED (sorted, space separated)
+  local got; got=$(cli "$1" SMEMBERS "$2" | sort | xargs)
+  [ "$got" = "$3" ]
+}
+
+step "build the static binary and the image (make image)"
+make image
+ok "image raftset:local: $(docker image inspect -f '{{.Size}}' raftset:local) bytes"
+
+step "start n1, n2, n3 (compose up -d)"
+started=1
+compose up -d --no-build
+compose ps
+
+step "wait for all three containers to be healthy (image HEALTHCHECK: raftset healthcheck)"
+wait_for "n1, n2, n3 healthy" 90 all_healthy "${nodes[@]}"
+for n in "${nodes[@]}"; do
+  r=$(cli "${port[$n]}" PING)
+  [ "$r" = PONG ] || fail "$n (127.0.0.1:${port[$n]}) answered PING with: $r"
+done
+ok "PING on 127.0.0.1:${port[n1]}, ${port[n2]}, ${port[n3]}"
+
+step "wait for a leader that all three agree on (INFO raft)"
+wait_for "one leader" 60 agree_on_leader "${nodes[@]}"
+ok "leader is $leader"
+followers=()
+for n in "${nodes[@]}"; do [ "$n" = "$leader" ] || followers+=("$n"); done
+
+step "write through follower ${followers[0]}, read through ${followers[1]} and $leader"
+# sadd PORT KEY MEMBERS...: an integer reply. A follower answers TRYAGAIN
+# until it learns the new leader's client address, so callers retry (a
+# retried SADD is idempotent; the set's contents are checked afterwards).
+last_reply=""
+sadd() {
+  local p=$1; shift
+  last_reply=$(cli "$p" SADD "$@")
+  [[ $last_reply =~ ^[0-9]+$ ]]
+}
+wait_for "SADD through ${followers[0]} (reply: integer)" 20 sadd "${port[${followers[0]}]}" ci:fruits apple banana cherry
+wait_for "${followers[1]} reads the set" 20 members_are "${port[${followers[1]}]}" ci:fruits "apple banana cherry"
+wait_for "$leader reads the set" 20 members_are "${port[$leader]}" ci:fruits "apple banana cherry"
+r=$(cli "${port[$leader]}" SADD ci:fruits date)
+[ "$r" = 1 ] || fail "SADD through the leader $leader answered: $r"
+ok "SADD through the leader $leader: 1"
+wait_for "${followers[0]} reads the leader's write" 20 members_are "${port[${followers[0]}]}" ci:fruits "apple banana cherry date"
+
+step "kill the leader $leader (docker kill)"
+old_leader=$leader
+docker kill "$(container "$old_leader")" >/dev/null
+ok "killed $old_leader"
+
+survivor=${followers[0]}
+step "write through survivor $survivor until a new leader takes the write"
+write_after_kill() { sadd "${port[$survivor]}" ci:after-kill "$1"; } # 0 is fine: an earlier try committed
+wait_for "SADD ci:after-kill v1 through $survivor" 60 write_after_kill v1
+for i in $(seq 2 20); do
+  wait_for "SADD ci:after-kill v$i" 20 write_after_kill "v$i" >/dev/null
+done
+ok "20 writes through $survivor after the kill"
+wait_for "a new leader among ${followers[*]}" 30 agree_on_leader "${followers[@]}"
+ok "new leader is $leader"
+[ "$leader" != "$old_leader" ] || fail "the killed node $old_leader is still reported as leader"
+expected=$(for i in $(seq 1 20); do echo "v$i"; done | sort | xargs)
+wait_for "${followers[1]} reads all 20" 20 members_are "${port[${followers[1]}]}" ci:after-kill "$expected"
+
+step "restart $old_leader (compose start)"
+compose start "$old_leader"
+wait_for "$old_leader healthy again" 90 all_healthy "$old_leader"
+wait_for "all three agree on leader again" 60 agree_on_leader "${nodes[@]}"
+ok "leader is $leader"
+
+step "wait until all three DEBUG DIGESTs agree"
+digests_agree() {
+  local n d first=""
+  for n in "${nodes[@]}"; do
+    d=$(cli "${port[$n]}" DEBUG DIGEST)
+    [[ $d =~ ^[0-9a-f]{40}$ ]] || return 1
+    [ "$d" != 0000000000000000000000000000000000000000 ] || return 1
+    [ -z "$first" ] || [ "$d" = "$first" ] || return 1
+    first=$d
+  done
+  digest=$first
+}
+wait_for "equal digests on n1, n2, n3" 60 digests_agree
+ok "digest $digest"
+wait_for "$old_leader reads the writes made while it was down" 20 \
+  members_are "${port[$old_leader]}" ci:after-kill "$expected"
+
+echo
+echo "compose test passed"
