@@ -2,6 +2,7 @@
 //
 //	raftset [server] [config-file] [--name value ...]   run a node (the default)
 //	raftset rdb check|dump [--db N] FILE                 inspect an RDB file
+//	raftset healthcheck [--addr host:port] [--writable]  probe a node (docker HEALTHCHECK)
 //	raftset version
 package main
 
@@ -51,6 +52,7 @@ const usage = `usage:
   raftset [server] [config-file] [--name value ...]   run a node (single node by default)
   raftset rdb check [--db N] FILE                      verify an RDB file, print its summary
   raftset rdb dump  [--db N] FILE                      print every key as one JSON object per line
+  raftset healthcheck [--addr host:port] [--writable]  exit 0 if the node answers (and knows a leader)
   raftset version
 
 Directives (config file "name value", or --name value): see cmd/raftset/default.conf.
