@@ -41,6 +41,23 @@ func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
 		return n.wait(ctx, args)
 	case "config":
 		return n.config(ctx, args)
+	case cmdForward:
+		return n.serveForward(ctx, args)
+	case cmdReadIndex:
+		return n.serveReadIndex(ctx)
+	case CmdNode, cmdPromote, "raft.join", "raft.remove", "raft.transfer":
+		return n.onLeader(ctx, args)
+	case cmdOnLeader:
+		return n.serveOnLeader(ctx, args)
+	case "raft.info":
+		return n.raftInfo()
+	case "raft.snapshot":
+		if err := n.snapshotNow(); err != nil {
+			return command.Error("ERR " + err.Error())
+		}
+		return command.OK
+	case "sentinel":
+		return n.sentinel(args)
 	}
 	return command.Error(command.ErrUnknownCommand(string(args[0]), args[1:]))
 }
@@ -209,8 +226,8 @@ func (n *Node) debugReload(ctx context.Context) []byte {
 	return command.OK
 }
 
-// role is ROLE. Addresses are Raft addresses until the client port of each
-// node is known cluster-wide.
+// role is ROLE, in Redis's master/slave shape with client addresses (a
+// member that has not published one yet shows its Raft address).
 func (n *Node) role() []byte {
 	offset := int64(n.fsm.AppliedIndex())
 	if n.raft.State() == raft.Leader {
@@ -220,7 +237,7 @@ func (n *Node) role() []byte {
 		others := n.otherServers()
 		out = command.AppendArray(out, len(others))
 		for _, s := range others {
-			host, port := splitAddr(string(s.Address))
+			host, port := n.clientHostPort(s)
 			out = command.AppendArray(out, 3)
 			out = command.AppendBulkString(out, host)
 			out = command.AppendBulkString(out, port)
@@ -228,7 +245,7 @@ func (n *Node) role() []byte {
 		}
 		return out
 	}
-	addr, _ := n.Leader()
+	_, addr := n.leaderClient()
 	host, port := splitAddr(addr)
 	state := "connected"
 	if addr == "" {

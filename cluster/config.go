@@ -26,6 +26,20 @@ type Config struct {
 	// RaftAdvertise is the address peers dial; default the address the
 	// transport listens on (RaftBind, with the port chosen when it is 0).
 	RaftAdvertise string
+	// ClientAddr is the RESP address other nodes and clients use to reach
+	// this node (host:port). It is published through the log (raftset.node)
+	// so that followers can forward to the leader and ROLE, INFO and
+	// SENTINEL can name it. Empty: this node never publishes one, and
+	// followers cannot forward to it.
+	ClientAddr string
+	// Password authenticates forwarded commands on the leader's client
+	// port (its requirepass; the same on every node).
+	Password string
+	// Join is the client address of any member of an existing cluster. A
+	// node with an empty store and no Bootstrap asks it (RAFT.JOIN, relayed
+	// to the leader) to be added, as a non-voter promoted once caught up.
+	Join string
+
 	// DataDir holds raft.db (log and stable store) and snapshots/.
 	DataDir string
 

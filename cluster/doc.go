@@ -26,6 +26,24 @@
 // reader then waits until the state machine applied the read index and
 // reads. Stale reads skip all of it.
 //
+// # Followers (forward.go, meta.go, membership.go)
+//
+// Any node serves any command. A follower forwards a Write (the whole op
+// batch, MULTI/EXEC ops intact, encoded as a command.Entry) to the leader's
+// client address over RESP on a small connection pool (raftset.forward) and
+// relays the replies; a linearizable read on a follower asks the leader for
+// a read index (raftset.readindex: the leader's batched barrier above), waits
+// until it applied that index and reads locally. A forward that fails before
+// it was sent is -TRYAGAIN, after it was sent -CLUSTERDOWN (outcome unknown).
+// Client addresses travel through the log ("raftset.node id addr", recorded
+// by a wrapper around the state machine and kept in snapshots as the AUX
+// field raftset-nodes). RAFT.JOIN adds a node as a non-voter that asks for
+// promotion once a linearizable read succeeds on it; RAFT.REMOVE,
+// RAFT.TRANSFER run on the leader (relayed by followers); RAFT.INFO,
+// RAFT.SNAPSHOT are local; ROLE, INFO replication and SENTINEL name the
+// leader's client address. The raftset.* commands are internal: hidden from
+// COMMAND, and protected only by requirepass like every command.
+//
 // # Expiry (expire.go)
 //
 // Only the leader deletes expired keys, by proposing "raftset.expire k..."
@@ -33,7 +51,8 @@
 //
 // # Start and restart (node.go)
 //
-// A node with Bootstrap set and an empty store bootstraps itself with Peers.
+// A node with Bootstrap set and an empty store bootstraps itself with Peers
+// (every node of a static cluster bootstraps the same configuration).
 // On start the node restores the newest snapshot itself and refuses to start
 // (leaving the files alone) if it is damaged, instead of letting Raft fall
 // back to an older snapshot whose following log entries may be compacted;

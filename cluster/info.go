@@ -168,7 +168,7 @@ func (n *Node) infoReplication() InfoSection {
 		others := n.otherServers()
 		f := [][2]string{kv("role", "master"), kv("connected_slaves", itoa(len(others)))}
 		for i, s := range others {
-			host, port := splitAddr(string(s.Address))
+			host, port := n.clientHostPort(s)
 			f = append(f, kv("slave"+itoa(i), "ip="+host+",port="+port+",state=online,offset=0,lag=0"))
 		}
 		return InfoSection{Name: "Replication", Fields: append(f,
@@ -176,7 +176,7 @@ func (n *Node) infoReplication() InfoSection {
 			kv("master_repl_offset", offset),
 		)}
 	}
-	addr, _ := n.Leader()
+	_, addr := n.leaderClient()
 	host, port := splitAddr(addr)
 	link, lastIO := "down", "-1"
 	if addr != "" {
@@ -222,6 +222,7 @@ func (n *Node) infoRaft(stats map[string]string) InfoSection {
 		kv("raft_term", stats["term"]),
 		kv("raft_leader_id", id),
 		kv("raft_leader_addr", addr),
+		kv("raft_leader_client_addr", n.ClientAddr(id)),
 		kv("raft_commit_index", stats["commit_index"]),
 		kv("raft_applied_index", itoa(n.fsm.AppliedIndex())),
 		kv("raft_last_log_index", stats["last_log_index"]),
@@ -237,6 +238,7 @@ func (n *Node) infoRaft(stats map[string]string) InfoSection {
 		kv("raft_avg_ops_per_entry", avg),
 		kv("raft_read_barriers", itoa(n.st.readBarriers.Load())),
 		kv("raft_linearizable_reads", itoa(n.st.reads.Load())),
+		kv("raft_forwarded_write_ops", itoa(n.st.forwarded.Load())),
 		kv("raft_expired_keys_proposed", itoa(n.st.expired.Load())),
 		kv("raft_active_expire", boolDigit(n.activeExpire.Load())),
 	}}

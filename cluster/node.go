@@ -40,6 +40,12 @@ type Node struct {
 	wg      sync.WaitGroup
 	closing sync.Once
 
+	meta  *metaFSM // the state machine as Raft sees it (meta.go)
+	pool  pool     // connections to the leader (forward.go)
+	trans raft.Transport
+	// joined is set once RAFT.JOIN through Config.Join succeeded.
+	joined atomic.Bool
+
 	w  writer // write path (propose.go)
 	rd reader // read path (read.go)
 	st nodeStats
@@ -59,6 +65,7 @@ type nodeStats struct {
 	readBarriers atomic.Uint64 // VerifyLeader rounds
 	reads        atomic.Uint64 // linearizable reads served
 	saves        atomic.Uint64 // snapshots taken on request
+	forwarded    atomic.Uint64 // write ops forwarded to the leader
 	peakHeap     atomic.Uint64 // highest heap in use Info has seen
 }
 
@@ -90,6 +97,8 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 		started: time.Now(),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.meta = newMetaFSM(f)
+	n.pool.busy = map[*peerConn]struct{}{}
 	n.activeExpire.Store(true)
 	n.lastSave.Store(n.started.Unix())
 
@@ -160,7 +169,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	// Restore the latest snapshot ourselves, so that a damaged one stops the
 	// node instead of Raft silently falling back to an older snapshot whose
 	// log suffix was already compacted away.
-	floor, err := n.restoreLatest(f)
+	floor, err := n.restoreLatest(n.meta)
 	if err != nil {
 		return nil, err
 	}
@@ -190,13 +199,22 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 		bootstrap = !has
 	}
 
-	n.raft, err = raft.NewRaft(rc, f, n.logs, stable, n.snaps, trans)
+	n.trans = trans
+	n.raft, err = raft.NewRaft(rc, n.meta, n.logs, stable, n.snaps, trans)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	if bootstrap {
+		// Every node of a static cluster bootstraps the same configuration:
+		// this node's entry takes its address from Peers when listed there.
+		self := trans.LocalAddr()
+		for _, p := range cfg.Peers {
+			if p.ID == cfg.NodeID {
+				self = raft.ServerAddress(p.Addr)
+			}
+		}
 		conf := raft.Configuration{Servers: []raft.Server{{
-			Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr(),
+			Suffrage: raft.Voter, ID: rc.LocalID, Address: self,
 		}}}
 		for _, p := range cfg.Peers {
 			if p.ID == cfg.NodeID {
@@ -215,11 +233,12 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go n.runProposer()
 	go n.runCompleter()
 	go n.runReadBarrier()
 	go n.runExpiry()
+	go n.runMembership()
 	return n, nil
 }
 
@@ -313,6 +332,7 @@ func (n *Node) Close() error {
 	n.closing.Do(func() {
 		close(n.stopCh)
 		n.cancel()
+		n.pool.close()
 		err = n.raft.Shutdown().Error()
 		close(n.stopped)
 		done := make(chan struct{})

@@ -120,7 +120,8 @@ func (w *writer) init(n *Node) {
 
 // Write proposes ops through the Raft log and returns one RESP2 reply per op,
 // in order, once the entry carrying them is committed and applied on this
-// node. Ops are OpCommand (a write command, name first), OpTx or OpError.
+// node. A follower forwards the ops to the leader (forward.go) and relays
+// its replies. Ops are OpCommand (a write command, name first), OpTx or OpError.
 // Replies: the state machine's; -TRYAGAIN when the write certainly was not
 // appended (not the leader, no leader, shutting down); -CLUSTERDOWN when its
 // outcome is unknown (leadership lost or the node stopped after it was
@@ -129,6 +130,11 @@ func (w *writer) init(n *Node) {
 func (n *Node) Write(ctx context.Context, ops []command.Op) [][]byte {
 	if len(ops) == 0 {
 		return nil
+	}
+	if n.raft.State() != raft.Leader && !n.isClosing() {
+		if _, addr := n.leaderClient(); addr != "" {
+			return n.forwardWrite(ctx, ops)
+		}
 	}
 	return n.w.submit(ctx, ops, false)
 }

@@ -87,9 +87,9 @@ func (randSource) Uint64() uint64 { return rand.Uint64() }
 
 // Read runs a read-only command. Unless stale, the read is linearizable: it
 // reflects every write acknowledged before it was called, and it is served
-// only by a leader that confirmed its leadership after the call. A follower
-// answers -TRYAGAIN unless stale (forwarding is a later step). A stale read
-// is served from this node's state as it is.
+// only after the leader confirmed its leadership after the call (a follower
+// asks the leader for the index to wait for, then reads locally). A stale
+// read is served from this node's state as it is.
 func (n *Node) Read(ctx context.Context, args [][]byte, stale bool) []byte {
 	if !stale {
 		if reply := n.linearize(ctx); reply != nil {
@@ -110,31 +110,67 @@ func (n *Node) Watch(ctx context.Context, keys [][]byte) ([]command.Watch, []byt
 }
 
 // linearize returns nil once a linearizable read may run, or the reply that
-// refuses it.
+// refuses it. A leader confirms its leadership itself (steps 1-4); a
+// follower asks the leader for a read index (raftset.readindex). Either
+// then waits until its state machine has applied that index (step 5).
 func (n *Node) linearize(ctx context.Context) []byte {
-	if n.raft.State() != raft.Leader {
+	var target uint64
+	var reply []byte
+	if n.raft.State() == raft.Leader {
+		target, reply = n.readIndex(ctx)
+	} else {
 		if n.isClosing() {
 			return replyReadClosing
 		}
-		return notLeaderRead(n.Leader())
+		target, reply = n.followerReadIndex(ctx)
+		if reply != nil {
+			return reply
+		}
+		// A follower far behind (or cut off from the leader) must not
+		// hold the reader forever.
+		wctx, cancel := context.WithTimeout(ctx, n.cfg.BarrierTimeout)
+		defer cancel()
+		if reply = n.waitApplied(wctx, target); reply != nil && ctx.Err() == nil && !n.isClosing() {
+			return replyReadBehind
+		}
+		return reply
+	}
+	if reply != nil {
+		return reply
+	}
+	return n.waitApplied(ctx, target)
+}
+
+// readIndex runs steps 1-4 on the leader, batched with concurrent readers.
+func (n *Node) readIndex(ctx context.Context) (uint64, []byte) {
+	if n.raft.State() != raft.Leader {
+		if n.isClosing() {
+			return 0, replyReadClosing
+		}
+		return 0, notLeaderRead(n.Leader())
 	}
 	g := n.rd.join()
 	select {
 	case <-g.done:
 	case <-ctx.Done():
-		return replyReadCanceled
+		return 0, replyReadCanceled
 	case <-n.stopCh:
-		return replyReadClosing
+		return 0, replyReadClosing
 	}
 	if g.err != nil {
-		return g.err
+		return 0, g.err
 	}
-	if n.fsm.AppliedIndex() >= g.target {
+	return g.target, nil
+}
+
+// waitApplied is step 5: wait until the state machine applied target.
+func (n *Node) waitApplied(ctx context.Context, target uint64) []byte {
+	if n.fsm.AppliedIndex() >= target {
 		return nil
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(n.ctx, cancel)
-	err := n.fsm.WaitApplied(wctx, g.target)
+	err := n.fsm.WaitApplied(wctx, target)
 	stop()
 	cancel()
 	if err != nil {

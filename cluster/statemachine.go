@@ -76,7 +76,7 @@ const AuxMembers = "raftset-members"
 func (n *Node) membershipAux() []snapshot.AuxField {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
-		return nil
+		return []snapshot.AuxField{n.meta.aux()}
 	}
 	var b strings.Builder
 	for i, s := range f.Configuration().Servers {
@@ -95,5 +95,5 @@ func (n *Node) membershipAux() []snapshot.AuxField {
 		b.WriteByte('=')
 		b.WriteString(string(s.Address))
 	}
-	return []snapshot.AuxField{{Key: AuxMembers, Value: b.String()}}
+	return []snapshot.AuxField{{Key: AuxMembers, Value: b.String()}, n.meta.aux()}
 }

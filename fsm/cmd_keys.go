@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"raftset/internal/command"
+	"raftset/internal/setenc"
 	"raftset/internal/strictint"
 )
 
@@ -255,12 +256,12 @@ func cmdRandomKey(c *execCtx, _ [][]byte) {
 	}
 	src := c.rng()
 	for range 100 {
-		if pos := intn(src, n); !ks.expiredAt(pos, c.now) {
+		if pos := setenc.Intn(src, n); !ks.expiredAt(pos, c.now) {
 			c.bulk(ks.keys.At(pos))
 			return
 		}
 	}
-	start := intn(src, n)
+	start := setenc.Intn(src, n)
 	for i := range n {
 		if pos := (start + i) % n; !ks.expiredAt(pos, c.now) {
 			c.bulk(ks.keys.At(pos))

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"math/bits"
 	"math/rand/v2"
 
 	"raftset/internal/command"
@@ -69,17 +68,8 @@ func (c *execCtx) exec(args [][]byte) {
 }
 
 func (f *FSM) lookupCmd(name []byte) *cmdDef {
-	var buf [32]byte
-	if len(name) > len(buf) {
-		return nil
-	}
-	for i, ch := range name {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		buf[i] = ch
-	}
-	return f.cmds[string(buf[:len(name)])]
+	def, _ := command.LookupFold(f.cmds, name)
+	return def
 }
 
 func arityOK(arity, argc int) bool {
@@ -116,10 +106,8 @@ func (f *FSM) Prepare(args [][]byte, nowMs int64) command.Op {
 			return errOp(msg)
 		}
 	}
-	if string(out[0]) != def.name && eqFold(out[0], def.name) {
-		// Lower-case the name without touching the caller's slices.
-		out = append([][]byte{[]byte(def.name)}, out[1:]...)
-	}
+	// The name stays as the client sent it: Apply looks it up in any case, and
+	// copying the arguments to lower-case it cost an allocation per write.
 	return command.Op{Kind: command.OpCommand, Args: out}
 }
 
@@ -134,20 +122,6 @@ func (c *execCtx) rng() setenc.Source {
 		c.src = rand.NewPCG(c.index, seed2)
 	}
 	return c.src
-}
-
-// intn returns a uniform integer in [0, n) from src (Lemire's method; the
-// same construction setenc uses, so picks depend only on the source's bits).
-func intn(src setenc.Source, n int) int {
-	un := uint64(n)
-	hi, lo := bits.Mul64(src.Uint64(), un)
-	if lo < un {
-		thresh := -un % un
-		for lo < thresh {
-			hi, lo = bits.Mul64(src.Uint64(), un)
-		}
-	}
-	return int(hi)
 }
 
 // --- key access -----------------------------------------------------------

@@ -55,7 +55,7 @@ func TestPrepare(t *testing.T) {
 		args []string
 		want string // the proposed args joined by spaces, or the error reply
 	}{
-		{[]string{"SADD", "k", "a"}, "sadd k a"},
+		{[]string{"SADD", "k", "a"}, "SADD k a"}, // the name is not rewritten: Apply looks it up in any case
 		{[]string{"EXPIRE", "k", "10"}, "pexpireat k 1010000"},
 		{[]string{"expire", "k", "10", "NX"}, "pexpireat k 1010000 nx"},
 		{[]string{"pexpire", "k", "-5", "xx", "gt"}, "pexpireat k 999995 xx gt"},

@@ -126,7 +126,7 @@ func TestAdminPassedToStore(t *testing.T) {
 func TestCommand(t *testing.T) {
 	s, addr := startServer(t, Config{}, newFakeStore())
 	tc := dial(t, addr)
-	if got, want := tc.do("COMMAND", "COUNT"), integer(int64(len(s.table))); got != want {
+	if got, want := tc.do("COMMAND", "COUNT"), integer(int64(len(s.docs.names))); got != want {
 		t.Errorf("COMMAND COUNT = %q, want %q", got, want)
 	}
 	// Byte for byte what Redis 7 answers for GET.
@@ -138,8 +138,12 @@ func TestCommand(t *testing.T) {
 		t.Errorf("COMMAND INFO get nosuch object|encoding = %q", info)
 	}
 	all := tc.do("COMMAND")
-	if !strings.HasPrefix(all, fmt.Sprintf("*%d\r\n", len(s.table))) || !strings.Contains(all, redisGet) {
+	if !strings.HasPrefix(all, fmt.Sprintf("*%d\r\n", len(s.docs.names))) || !strings.Contains(all, redisGet) {
 		t.Errorf("COMMAND lacks GET's entry")
+	}
+	// Internal commands (between nodes) are not listed.
+	if strings.Contains(all, "raftset.forward") || !strings.Contains(all, "raft.join") {
+		t.Errorf("COMMAND lists internal commands or lacks RAFT.JOIN")
 	}
 	if got := tc.do("COMMAND", "INFO"); got != all {
 		t.Errorf("COMMAND INFO without names differs from COMMAND")

@@ -20,7 +20,10 @@ type commandDocs struct {
 
 func newCommandDocs(t command.Table) *commandDocs {
 	d := &commandDocs{specs: make(map[string]*command.Spec), info: make(map[string][]byte), docs: make(map[string][]byte)}
-	for name := range t {
+	for name, spec := range t {
+		if spec.Has(command.Internal) {
+			continue // between nodes only: not listed
+		}
 		d.names = append(d.names, name)
 	}
 	slices.Sort(d.names)

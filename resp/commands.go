@@ -80,7 +80,7 @@ func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
 	case "command":
 		return s.docs.appendAll(dst)
 	case "command|count":
-		return command.AppendInt(dst, int64(len(s.table)))
+		return command.AppendInt(dst, int64(len(s.docs.names)))
 	case "command|info":
 		return s.docs.appendInfo(dst, args[2:])
 	case "command|docs":

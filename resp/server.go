@@ -386,21 +386,8 @@ func (s *Server) port() string {
 // sub finds a container's subcommand by name in any case, without
 // allocating.
 func (s *Server) sub(parent *command.Spec, name []byte) *command.Spec {
-	m := s.subs[parent]
-	if m == nil {
-		return nil
-	}
-	var buf [32]byte
-	if len(name) > len(buf) {
-		return nil
-	}
-	for i, c := range name {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
-	}
-	return m[string(buf[:len(name)])]
+	sub, _ := command.LookupFold(s.subs[parent], name)
+	return sub
 }
 
 // role returns "master" or "replica" from the store's replication section.

@@ -28,7 +28,8 @@ type Store interface {
 	Watch(ctx context.Context, keys [][]byte) ([]command.Watch, []byte)
 	// Admin runs node/cluster commands: INFO sections it owns, SAVE, BGSAVE, LASTSAVE,
 	// DEBUG (DIGEST, DIGEST-VALUE, RELOAD...), ROLE, WAIT, CONFIG GET/SET of
-	// replicated or raft parameters (set-max-*, snapshot-*), and later RAFT.* and SENTINEL.
+	// replicated or raft parameters (set-max-*, snapshot-*), RAFT.*, SENTINEL and
+	// the internal raftset.* commands nodes send each other.
 	Admin(ctx context.Context, args [][]byte) []byte
 	// Info returns the INFO sections the store owns (memory, persistence,
 	// replication, keyspace, raft), each as ordered "field:value" pairs.

@@ -4,10 +4,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"raftset/cluster"
 )
 
 //go:embed default.conf
@@ -32,6 +35,48 @@ type Config struct {
 	LogLevel           string
 	LogFormat          string
 	Import             string // --import FILE: start a new node from a Redis dump.rdb
+	PprofAddr          string // serve net/http/pprof here; empty: off
+	// Cluster.
+	Peers             string // "id1=host1:raftport,id2=...": static bootstrap, the same on every node
+	AdvertiseAddr     string // client address other nodes and clients use; default bind:port
+	RaftAdvertiseAddr string // Raft address peers dial; default raft-addr
+	Join              string // client address of a member to join through (new nodes)
+}
+
+// ParsePeers parses the peers directive: "id=host:port" items separated by
+// commas (spaces allowed), ids unique.
+func ParsePeers(v string) ([]cluster.Peer, error) {
+	var out []cluster.Peer
+	seen := map[string]bool{}
+	for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+		id, addr, ok := strings.Cut(item, "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("peer %q: want id=host:port", item)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("peer %q: %w", item, err)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("peer id %q appears twice", id)
+		}
+		seen[id] = true
+		out = append(out, cluster.Peer{ID: id, Addr: addr})
+	}
+	return out, nil
+}
+
+func addrDirective(name string, field func(*Config) *string) directive {
+	return directive{name,
+		func(c *Config, v string) error {
+			if v != "" {
+				if _, _, err := net.SplitHostPort(v); err != nil {
+					return fmt.Errorf("must be host:port: %w", err)
+				}
+			}
+			*field(c) = v
+			return nil
+		},
+		func(c *Config) string { return *field(c) }}
 }
 
 // directive binds a config name to a field.
@@ -120,6 +165,19 @@ func directives() []directive {
 		oneOf("loglevel", func(c *Config) *string { return &c.LogLevel }, "trace", "debug", "info", "warn", "error"),
 		oneOf("log-format", func(c *Config) *string { return &c.LogFormat }, "text", "json"),
 		stringDirective("import", func(c *Config) *string { return &c.Import }),
+		stringDirective("pprof-addr", func(c *Config) *string { return &c.PprofAddr }),
+		{"peers",
+			func(c *Config, v string) error {
+				if _, err := ParsePeers(v); err != nil {
+					return err
+				}
+				c.Peers = v
+				return nil
+			},
+			func(c *Config) string { return c.Peers }},
+		addrDirective("advertise-addr", func(c *Config) *string { return &c.AdvertiseAddr }),
+		addrDirective("raft-advertise-addr", func(c *Config) *string { return &c.RaftAdvertiseAddr }),
+		addrDirective("join", func(c *Config) *string { return &c.Join }),
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,5 +58,30 @@ func TestConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("LoadConfig(%q) error = %v, want it to mention %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+func TestClusterDirectives(t *testing.T) {
+	cfg, err := LoadConfig([]string{"--peers", "n1=10.0.0.1:7000, n2=10.0.0.2:7000", "--advertise-addr", "10.0.0.1:6379",
+		"--raft-advertise-addr", "10.0.0.1:7000", "--join", "10.0.0.2:6379"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers, err := ParsePeers(cfg.Peers)
+	if err != nil || len(peers) != 2 || peers[1].ID != "n2" || peers[1].Addr != "10.0.0.2:7000" {
+		t.Errorf("peers = %v, %v", peers, err)
+	}
+	if cfg.AdvertiseAddr != "10.0.0.1:6379" || cfg.RaftAdvertiseAddr != "10.0.0.1:7000" || cfg.Join != "10.0.0.2:6379" {
+		t.Errorf("config = %+v", cfg)
+	}
+	for _, bad := range [][]string{
+		{"--peers", "n1"}, {"--peers", "n1=x"}, {"--peers", "n1=a:1,n1=b:2"}, {"--advertise-addr", "nohostport"}, {"--join", "x"},
+	} {
+		if _, err := LoadConfig(bad); err == nil {
+			t.Errorf("LoadConfig(%q) accepted", bad)
+		}
+	}
+	if got := clientAddr(&Config{RaftAddr: "10.1.2.3:7000"}, &net.TCPAddr{IP: net.IPv4zero, Port: 6379}); got != "10.1.2.3:6379" {
+		t.Errorf("clientAddr for 0.0.0.0 = %q", got)
 	}
 }

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served only when pprof-addr is set
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,11 +81,38 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		MaxListpackValue:   cfg.MaxListpackValue,
 	}, Logger: logger})
 
+	peers, err := ParsePeers(cfg.Peers)
+	if err != nil {
+		return nil, fmt.Errorf("peers: %w", err)
+	}
+	if len(peers) > 0 && !slices.ContainsFunc(peers, func(p cluster.Peer) bool { return p.ID == id }) {
+		return nil, fmt.Errorf("peers: this node's id %q is not in the list (set node-id to one of its ids)", id)
+	}
+
+	// Listen for clients first: the client address is published to the
+	// other nodes (port 0 picks one).
+	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for clients: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = ln.Close()
+		}
+	}()
+
 	cc := cluster.DefaultConfig()
 	cc.NodeID = id
 	cc.RaftBind = cfg.RaftAddr
+	cc.RaftAdvertise = cfg.RaftAdvertiseAddr
+	cc.ClientAddr = clientAddr(cfg, ln.Addr())
+	cc.Password = cfg.RequirePass
 	cc.DataDir = cfg.Dir
-	cc.Bootstrap = true
+	// A joining node never bootstraps: it is added by the cluster.
+	cc.Bootstrap = cfg.Join == ""
+	cc.Peers = peers
+	cc.Join = cfg.Join
 	cc.SnapshotThreshold = cfg.SnapshotThreshold
 	cc.SnapshotInterval = cfg.SnapshotInterval
 	cc.TrailingLogs = cfg.TrailingLogs
@@ -102,22 +132,48 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		}
 	}
 
-	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen for clients: %w", err)
-	}
 	srv := resp.NewServer(resp.Config{
 		Addr:        addr,
 		RequirePass: cfg.RequirePass,
 		Logger:      logger.Named("resp"),
 		Version:     version,
 	}, store{rn})
+	if cfg.PprofAddr != "" {
+		go func() {
+			// net/http/pprof registers on the default mux.
+			logger.Warn("pprof server stopped", "error", http.ListenAndServe(cfg.PprofAddr, nil))
+		}()
+	}
 	n := &node{cfg: cfg, log: logger, fsm: f, raft: rn, server: srv, ln: ln}
 	n.registerConfig()
 	logger.Info("raftset ready", "version", version, "node-id", id, "addr", ln.Addr().String(),
-		"raft-addr", cfg.RaftAddr, "dir", cfg.Dir)
+		"advertise-addr", cc.ClientAddr, "raft-addr", cfg.RaftAddr, "peers", len(peers), "join", cfg.Join, "dir", cfg.Dir)
 	return n, nil
+}
+
+// clientAddr is the client address published to the other nodes:
+// advertise-addr, or the listener's address with an unspecified host
+// replaced by the Raft advertise (or bind) host, or by 127.0.0.1.
+func clientAddr(cfg *Config, ln net.Addr) string {
+	if cfg.AdvertiseAddr != "" {
+		return cfg.AdvertiseAddr
+	}
+	host, port, err := net.SplitHostPort(ln.String())
+	if err != nil {
+		return ln.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		for _, a := range []string{cfg.RaftAdvertiseAddr, cfg.RaftAddr} {
+			if h, _, err := net.SplitHostPort(a); err == nil && h != "" {
+				if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+					host = h
+					break
+				}
+			}
+		}
+	}
+	return net.JoinHostPort(host, port)
 }
 
 func (n *node) close() error {
@@ -132,7 +188,8 @@ func (n *node) close() error {
 // registerConfig exposes the node's directives to CONFIG GET; the ones that
 // can change at run time also to CONFIG SET.
 func (n *node) registerConfig() {
-	for _, name := range []string{"dir", "node-id", "raft-addr", "log-format", "import"} {
+	for _, name := range []string{"dir", "node-id", "raft-addr", "log-format", "import",
+		"peers", "join", "advertise-addr", "raft-advertise-addr"} {
 		name := name
 		n.server.RegisterConfig(name, func() string { v, _ := n.cfg.Get(name); return v }, nil)
 	}

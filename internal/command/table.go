@@ -26,6 +26,9 @@ const (
 	MovableKeys
 	// DenyOOM commands may grow memory (reported by COMMAND).
 	DenyOOM
+	// Internal commands are sent between raftset nodes (forwarding, read
+	// index, node metadata); COMMAND does not list them.
+	Internal
 )
 
 // Spec describes one command. Arity counts the name; negative means at
@@ -87,12 +90,20 @@ type Table map[string]*Spec
 
 // Lookup finds the spec for a command name in any case.
 func (t Table) Lookup(name []byte) *Spec {
-	if s, ok := t[string(name)]; ok {
-		return s
+	s, _ := LookupFold(t, name)
+	return s
+}
+
+// LookupFold looks up a command name in any case without allocating: names
+// arrive as client bytes, mostly upper case, on every command.
+func LookupFold[V any](m map[string]V, name []byte) (V, bool) {
+	if v, ok := m[string(name)]; ok {
+		return v, true
 	}
 	var buf [32]byte
 	if len(name) > len(buf) {
-		return nil
+		var zero V
+		return zero, false
 	}
 	for i, c := range name {
 		if 'A' <= c && c <= 'Z' {
@@ -100,7 +111,8 @@ func (t Table) Lookup(name []byte) *Spec {
 		}
 		buf[i] = c
 	}
-	return t[string(buf[:len(name)])]
+	v, ok := m[string(buf[:len(name)])]
+	return v, ok
 }
 
 const (
@@ -220,6 +232,19 @@ func Commands() Table {
 		spec("lastsave", 1, Admin|fast, 0, 0, 0, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
 		spec("role", 1, Admin|fast, 0, 0, 0, "server", "2.8.12", "Returns the replication role."),
 		spec("wait", 3, Admin, 0, 0, 0, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
+		// Cluster (raftset's own).
+		spec("raft.join", -3, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Adds a node (id, Raft address, client address) as a non-voter, promoted once caught up."),
+		spec("raft.remove", 2, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Removes a node from the cluster by id."),
+		spec("raft.transfer", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Transfers leadership to another voter (the given id, or any)."),
+		spec("raft.info", 1, Admin, 0, 0, 0, "server", "1.0.0", "Returns the node's Raft state and the cluster's members."),
+		spec("raft.snapshot", 1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Takes a Raft snapshot on this node."),
+		spec("sentinel", -2, Admin, 0, 0, 0, "sentinel", "2.8.4", "Answers Sentinel queries: the master is the Raft leader."),
+		// Internal: between nodes only.
+		spec("raftset.forward", 2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a follower's writes, run by the leader."),
+		spec("raftset.readindex", 1, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: the leader's read index for a follower."),
+		spec("raftset.node", 3, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: publishes a node's client address."),
+		spec("raftset.promote", 2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a caught-up non-voter asks to become a voter."),
+		spec("raftset.onleader", -2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a leader-only command relayed by a follower."),
 	}
 	t := make(Table, len(list))
 	for _, s := range list {

@@ -16,8 +16,9 @@ type Source interface {
 	Uint64() uint64
 }
 
-// intn returns a uniform integer in [0, n) (Lemire's multiply-and-reject).
-func intn(src Source, n int) int {
+// Intn returns a uniform integer in [0, n) from src's bits (Lemire's
+// multiply-and-reject), so that a pick depends on nothing but the source.
+func Intn(src Source, n int) int {
 	un := uint64(n)
 	hi, lo := bits.Mul64(src.Uint64(), un)
 	if lo < un {
@@ -32,7 +33,7 @@ func intn(src Source, n int) int {
 // RandomMember returns a copy of one uniformly chosen member. The set must not
 // be empty.
 func (s *Set) RandomMember(src Source) []byte {
-	return s.memberAt(nil, intn(src, s.Len()))
+	return s.memberAt(nil, Intn(src, s.Len()))
 }
 
 // RandomMembersWithRepeats calls fn n times with independently chosen
@@ -42,7 +43,7 @@ func (s *Set) RandomMembersWithRepeats(src Source, n int, fn func(m []byte)) {
 	var buf []byte
 	size := s.Len()
 	for range n {
-		buf = s.memberAt(buf[:0], intn(src, size))
+		buf = s.memberAt(buf[:0], Intn(src, size))
 		fn(buf)
 	}
 }
@@ -77,7 +78,7 @@ func (s *Set) pickPositions(src Source, count int) []int {
 	if s.kind() == Listpack || count*3 > size {
 		need := count
 		for i := 0; i < size && need > 0; i++ {
-			if intn(src, size-i) < need {
+			if Intn(src, size-i) < need {
 				out = append(out, i)
 				need--
 			}
@@ -86,7 +87,7 @@ func (s *Set) pickPositions(src Source, count int) []int {
 	}
 	seen := make(map[int]struct{}, count)
 	for len(out) < count {
-		p := intn(src, size)
+		p := Intn(src, size)
 		if _, dup := seen[p]; dup {
 			continue
 		}
@@ -99,7 +100,7 @@ func (s *Set) pickPositions(src Source, count int) []int {
 // Pop removes and returns one uniformly chosen member (SPOP without count).
 // The caller deletes the key if the set is now empty.
 func (s *Set) Pop(src Source) []byte {
-	p := intn(src, s.Len())
+	p := Intn(src, s.Len())
 	m := s.memberAt(nil, p)
 	s.removeAt(p)
 	return m
@@ -139,7 +140,7 @@ func (s *Set) PopN(src Source, count int, lim Limits) [][]byte {
 		kept = newListpack()
 	}
 	for range remaining {
-		p := intn(src, s.Len())
+		p := Intn(src, s.Len())
 		m := s.memberAt(nil, p)
 		kept.Add(m, lim)
 		s.removeAt(p)
