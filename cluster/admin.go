@@ -179,7 +179,6 @@ func (n *Node) debug(ctx context.Context, args [][]byte) []byte {
 		return command.OK
 	case "help":
 		lines := []string{
-			"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"DIGEST", "    Output a hex signature representing the current DB content.",
 			"DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
 			"OBJECT <key>", "    Show low level info about the key and associated value.",
@@ -187,11 +186,7 @@ func (n *Node) debug(ctx context.Context, args [][]byte) []byte {
 			"SET-ACTIVE-EXPIRE <0|1>", "    Setting it to 0 disables expiring keys in the background.",
 			"SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed.",
 		}
-		out := command.AppendArray(nil, len(lines))
-		for _, l := range lines {
-			out = command.AppendSimple(out, l)
-		}
-		return out
+		return command.AppendHelp(nil, "DEBUG", lines)
 	}
 	return command.Error("ERR unknown subcommand '" + string(args[1]) + "'. Try DEBUG HELP.")
 }
@@ -444,16 +439,11 @@ func (n *Node) config(ctx context.Context, args [][]byte) []byte {
 		return command.OK
 	case "help":
 		lines := []string{
-			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 			"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
 			"RESETSTAT", "    Reset statistics reported by the INFO command.",
 		}
-		out := command.AppendArray(nil, len(lines))
-		for _, l := range lines {
-			out = command.AppendSimple(out, l)
-		}
-		return out
+		return command.AppendHelp(nil, "CONFIG", lines)
 	}
 	return command.Error("ERR unknown subcommand '" + string(args[1]) + "'. Try CONFIG HELP.")
 }

@@ -88,7 +88,7 @@ func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
 	case "command|list":
 		return s.docs.appendList(dst, args[2:])
 	case "command|help":
-		return appendHelp(dst, "COMMAND", commandHelp)
+		return command.AppendHelp(dst, "COMMAND", commandHelp)
 	case "client|id":
 		return command.AppendInt(dst, c.id)
 	case "client|getname":
@@ -115,7 +115,7 @@ func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
 	case "client|list":
 		return c.cmdClientList(dst, args)
 	case "client|help":
-		return appendHelp(dst, "CLIENT", clientHelp)
+		return command.AppendHelp(dst, "CLIENT", clientHelp)
 	case "config|get":
 		return c.cmdConfigGet(dst, args[2:])
 	case "config|set":
@@ -125,7 +125,7 @@ func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
 		s.store.Admin(s.ctx, args)
 		return append(dst, command.OK...)
 	case "config|help":
-		return appendHelp(dst, "CONFIG", configHelp)
+		return command.AppendHelp(dst, "CONFIG", configHelp)
 	}
 	if spec.Has(command.Admin) {
 		return append(dst, s.store.Admin(s.ctx, args)...)
@@ -376,15 +376,6 @@ func (c *client) infoLine(dst []byte) []byte {
 	dst = append(dst, libName...)
 	dst = append(dst, " lib-ver="...)
 	return append(dst, libVer...)
-}
-
-func appendHelp(dst []byte, name string, lines []string) []byte {
-	dst = command.AppendArray(dst, len(lines)+1)
-	dst = command.AppendSimple(dst, name+" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
-	for _, l := range lines {
-		dst = command.AppendSimple(dst, l)
-	}
-	return dst
 }
 
 var clientHelp = []string{

@@ -59,6 +59,17 @@ func AppendSimple(dst []byte, s string) []byte {
 	return append(dst, '\r', '\n')
 }
 
+// AppendHelp appends the reply of a container command's HELP subcommand, as
+// Redis renders it: a header line, then each line, all as status replies.
+func AppendHelp(dst []byte, name string, lines []string) []byte {
+	dst = AppendArray(dst, len(lines)+1)
+	dst = AppendSimple(dst, name+" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range lines {
+		dst = AppendSimple(dst, l)
+	}
+	return dst
+}
+
 // AppendError appends an error reply. msg is the full text after '-',
 // including its code ("ERR syntax error", "WRONGTYPE ..."); newlines in msg
 // are replaced by spaces, as Redis does, so the reply stays one line.

@@ -24,19 +24,7 @@ func benchMembers(enc Encoding, n int) [][]byte {
 }
 
 func benchSet(enc Encoding, members [][]byte) *Set {
-	lim := DefaultLimits()
-	var s *Set
-	switch enc {
-	case Intset:
-		s = newIntset()
-	case Listpack:
-		s = newListpack()
-	default:
-		s = NewForAdd([]byte("x"), 100000, lim)
-	}
-	for _, m := range members {
-		s.Add(m, lim)
-	}
+	s := buildInEncoding(enc, members)
 	if s.Encoding() != enc {
 		panic(fmt.Sprintf("benchSet: got %v, want %v", s.Encoding(), enc))
 	}

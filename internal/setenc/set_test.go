@@ -123,6 +123,14 @@ func TestRemoveNeverConverts(t *testing.T) {
 // newInEncoding builds a set holding members in the requested encoding.
 func newInEncoding(t *testing.T, enc Encoding, members [][]byte) *Set {
 	t.Helper()
+	s := buildInEncoding(enc, members)
+	assertEncoding(t, s, enc)
+	return s
+}
+
+// buildInEncoding starts a set in enc (a hashtable by a large size hint) and
+// adds members to it.
+func buildInEncoding(enc Encoding, members [][]byte) *Set {
 	lim := DefaultLimits()
 	var s *Set
 	switch enc {
@@ -131,12 +139,11 @@ func newInEncoding(t *testing.T, enc Encoding, members [][]byte) *Set {
 	case Listpack:
 		s = newListpack()
 	default:
-		s = NewForAdd([]byte("x"), 1000, lim)
+		s = NewForAdd([]byte("x"), 100000, lim)
 	}
 	for _, m := range members {
 		s.Add(m, lim)
 	}
-	assertEncoding(t, s, enc)
 	return s
 }
 
