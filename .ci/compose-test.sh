@@ -41,11 +41,14 @@ port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 pick_port() {
   local p
   for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 30000))
+    # Below Linux's ephemeral range (32768-60999), where a test's outgoing
+    # connection could take the port between this check and docker's bind.
+    p=$((10000 + RANDOM % 20000))
     port_busy "$p" || { echo "$p"; return 0; }
   done
   fail "no free port found"
 }
+[ -n "${RAFTSET_N1_PORT:-}" ] && FIXED_PORTS=1
 export RAFTSET_N1_PORT=${RAFTSET_N1_PORT:-$(pick_port)}
 export RAFTSET_N2_PORT=${RAFTSET_N2_PORT:-$(pick_port)}
 export RAFTSET_N3_PORT=${RAFTSET_N3_PORT:-$(pick_port)}
@@ -161,7 +164,21 @@ ok "image raftset:local: $(docker image inspect -f '{{.Size}}' raftset:local) by
 
 step "start n1, n2, n3 (compose up -d)"
 started=1
-compose up -d --no-build
+# A host port can still be taken between picking it and docker's bind: then
+# start over on new ports (only when we picked them).
+for attempt in 1 2 3; do
+  if compose up -d --no-build 2>&1 | tee "/tmp/$COMPOSE_PROJECT_NAME.up"; [ "${PIPESTATUS[0]}" = 0 ]; then
+    break
+  fi
+  if [ "$attempt" = 3 ] || [ -n "${FIXED_PORTS:-}" ] || ! grep -q "address already in use" "/tmp/$COMPOSE_PROJECT_NAME.up"; then
+    fail "compose up failed"
+  fi
+  compose down -v --remove-orphans --timeout 5 || true
+  export RAFTSET_N1_PORT=$(pick_port) RAFTSET_N2_PORT=$(pick_port) RAFTSET_N3_PORT=$(pick_port)
+  port=([n1]=$RAFTSET_N1_PORT [n2]=$RAFTSET_N2_PORT [n3]=$RAFTSET_N3_PORT)
+  ok "a port was taken; retrying on n1=${port[n1]} n2=${port[n2]} n3=${port[n3]}"
+done
+rm -f "/tmp/$COMPOSE_PROJECT_NAME.up"
 compose ps
 
 step "wait for all three containers to be healthy (image HEALTHCHECK: raftset healthcheck)"
