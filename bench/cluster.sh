@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Three-node raftset cluster on loopback, default Raft timeouts:
+#  (a) failover time: TRIALS times, kill -9 the leader and time until
+#      `SET failover-probe x` through a surviving node returns OK; restart
+#      the killed node and wait until all three are healthy; median and max.
+#  (b) write throughput: redis-benchmark SADD -P 10 against the leader and
+#      against a follower, with redis-server (appendonly yes, appendfsync
+#      always) measured in the same run as the anchor.
+#  (c) linearizable read throughput: SISMEMBER -P 10 on the leader and on a
+#      follower after (b) populated the sets, redis-server as the anchor.
+# Medians of RUNS runs (a fresh cluster and redis-server per run).
+#
+#   bench/cluster.sh                      # RUNS=3 N=1000000 TRIALS=10
+#   RUNS=5 N=500000 bench/cluster.sh
+#   FAILOVER=0 bench/cluster.sh           # throughput only
+#   THROUGHPUT=0 bench/cluster.sh         # failover only
+#
+# Needs redis-server, redis-cli and redis-benchmark (apt-get install -y redis-server redis-tools).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-3}
+N=${N:-1000000}
+TRIALS=${TRIALS:-10}
+FAILOVER=${FAILOVER:-1}
+THROUGHPUT=${THROUGHPUT:-1}
+work=$(mktemp -d)
+declare -A npid=() # node index -> pid of its running process
+rpid=""            # redis-server
+cleanup() {
+  for p in "${npid[@]}" $rpid; do kill -9 "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+go build -o "$work/raftset" ./cmd/raftset
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+now() { echo "$EPOCHREALTIME"; }
+median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+max() { sort -n | tail -1; }
+
+# cli PORT ARGS... with a short timeout: a node that forwards to a dead
+# leader must not stall the probe.
+cli() { local port=$1; shift; timeout 0.5 redis-cli -h 127.0.0.1 -p "$port" "$@" 2>/dev/null || true; }
+info_field() { cli "$1" INFO raft | tr -d '\r' | awk -F: -v k="$2" '$1==k {print $2}'; }
+
+declare -a cport=() rport=()
+peers=""
+cluster_dir=""
+new_cluster() {
+  cluster_dir=$work/cluster-$1
+  peers=""
+  for i in 1 2 3; do
+    cport[i]=$(free_port); rport[i]=$(free_port)
+    peers+="${peers:+,}n$i=127.0.0.1:${rport[i]}"
+  done
+  for i in 1 2 3; do start_node "$i"; done
+  wait_healthy
+}
+start_node() {
+  local i=$1
+  mkdir -p "$cluster_dir"
+  "$work/raftset" --node-id "n$i" --bind 127.0.0.1 --port "${cport[i]}" --raft-addr "127.0.0.1:${rport[i]}" \
+    --advertise-addr "127.0.0.1:${cport[i]}" --raft-advertise-addr "127.0.0.1:${rport[i]}" \
+    --dir "$cluster_dir/n$i" --peers "$peers" --loglevel warn >>"$cluster_dir/n$i.log" 2>&1 &
+  npid[$i]=$!
+}
+kill_node() { kill -9 "${npid[$1]}"; wait "${npid[$1]}" 2>/dev/null || true; unset "npid[$1]"; }
+stop_cluster() { for i in "${!npid[@]}"; do kill_node "$i"; done; rm -rf "$cluster_dir"; }
+# wait_healthy: every node accepts a write (followers forward) and all three
+# name the same leader.
+wait_healthy() {
+  for _ in $(seq 1 600); do
+    local ok=1 lead="" l
+    for i in 1 2 3; do
+      [ "$(cli "${cport[i]}" SET __bench_ready 1)" = OK ] || { ok=0; break; }
+      l=$(info_field "${cport[i]}" raft_leader_id)
+      [ -n "$l" ] && { [ -z "$lead" ] || [ "$l" = "$lead" ]; } || { ok=0; break; }
+      lead=$l
+    done
+    [ $ok = 1 ] && return 0
+    sleep 0.05
+  done
+  echo "cluster did not become healthy" >&2; return 1
+}
+# leader_idx: index of the node that is leader (asked of node 1..3 in turn).
+leader_idx() {
+  local id
+  for i in 1 2 3; do
+    [ -n "${npid[$i]:-}" ] || continue
+    id=$(info_field "${cport[i]}" raft_leader_id)
+    [ -n "$id" ] && { echo "${id#n}"; return; }
+  done
+}
+
+start_redis() {
+  local port=$1 dir=$2
+  mkdir -p "$dir"
+  redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly yes \
+    --appendfsync always --logfile "$dir/redis.log" --daemonize no &
+  rpid=$!
+  for _ in $(seq 1 400); do [ "$(cli "$port" PING)" = PONG ] && return 0; sleep 0.05; done
+  echo "redis-server did not start" >&2; return 1
+}
+stop_redis() { kill "$rpid"; wait "$rpid" 2>/dev/null || true; rpid=""; }
+
+# rps PORT COMMAND... → requests per second at -P 10
+rps() {
+  local port=$1 out; shift
+  out=$(redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -P 10 -n "$N" -r 200000 --threads 2 -q --csv "$@" 2>&1 |
+    awk -F'","' 'NR>1 || !/^"test"/ {gsub(/"/,"",$2); print $2; exit}') || true
+  case "$out" in
+    [0-9]*) echo "$out" ;;
+    *) echo "redis-benchmark $* on port $port failed: $out" >&2; return 1 ;;
+  esac
+}
+
+if [ "$FAILOVER" = 1 ]; then
+  new_cluster failover
+  times=()
+  for t in $(seq 1 "$TRIALS"); do
+    l=$(leader_idx)
+    s=$((l % 3 + 1)) # a surviving node
+    t0=$(now)
+    kill_node "$l"
+    while [ "$(cli "${cport[s]}" SET failover-probe x)" != OK ]; do sleep 0.005; done
+    t1=$(now)
+    d=$(echo "$t1 - $t0" | bc -l)
+    times+=("$d")
+    printf 'trial %2d: killed n%d, first OK through n%d after %.3f s; new leader n%s\n' "$t" "$l" "$s" "$d" "$(leader_idx)"
+    start_node "$l"
+    wait_healthy
+  done
+  stop_cluster
+  printf 'failover (kill -9 leader -> first OK), %d trials: median %.3f s, max %.3f s\n' "$TRIALS" \
+    "$(printf '%s\n' "${times[@]}" | median)" "$(printf '%s\n' "${times[@]}" | max)"
+  echo
+fi
+
+if [ "$THROUGHPUT" = 1 ]; then
+  declare -A res=()
+  for run in $(seq 1 "$RUNS"); do
+    rp=$(free_port); start_redis "$rp" "$work/redis-$run"
+    res[redis_sadd]+="$(rps "$rp" sadd __rand_int__ __rand_int__) "
+    res[redis_sismember]+="$(rps "$rp" sismember __rand_int__ __rand_int__) "
+    stop_redis; rm -rf "$work/redis-$run"
+
+    new_cluster "$run"
+    l=$(leader_idx); f=$((l % 3 + 1))
+    res[leader_sadd]+="$(rps "${cport[l]}" sadd __rand_int__ __rand_int__) "
+    res[follower_sadd]+="$(rps "${cport[f]}" sadd __rand_int__ __rand_int__) "
+    res[leader_sismember]+="$(rps "${cport[l]}" sismember __rand_int__ __rand_int__) "
+    res[follower_sismember]+="$(rps "${cport[f]}" sismember __rand_int__ __rand_int__) "
+    [ "$(leader_idx)" = "$l" ] || echo "warning: leadership moved during run $run" >&2
+    stop_cluster
+    echo "run $run: $(for k in redis_sadd leader_sadd follower_sadd redis_sismember leader_sismember follower_sismember; do
+      printf '%s=%s ' "$k" "$(echo "${res[$k]}" | awk '{print $NF}')"; done)"
+  done
+  med() { echo "${res[$1]}" | tr ' ' '\n' | grep . | median; }
+  printf '\n%-44s %12s %7s\n' "3 nodes, -c 50 -P 10 -n $N -r 200000 --threads 2" "req/s" "ratio"
+  for cmd in sadd sismember; do
+    r=$(med "redis_$cmd")
+    printf '%-44s %12.0f %7s\n' "redis-server appendfsync always: $cmd" "$r" "1.00"
+    for who in leader follower; do
+      v=$(med "${who}_$cmd")
+      printf '%-44s %12.0f %7.2f\n' "raftset $who: $cmd" "$v" "$(echo "$v / $r" | bc -l)"
+    done
+  done
+fi
