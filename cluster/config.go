@@ -62,10 +62,12 @@ type Config struct {
 	// slightly lagging follower catches up without a snapshot. Default 10240.
 	TrailingLogs uint64
 
-	// Raft timers; the defaults are hashicorp/raft's.
-	HeartbeatTimeout   time.Duration // default 1s
-	ElectionTimeout    time.Duration // default 1s
-	LeaderLeaseTimeout time.Duration // default 500ms
+	// Raft timers. The defaults are half of hashicorp/raft's, so that a
+	// leader's failure costs about a second (detection is a random 1–2×
+	// HeartbeatTimeout) rather than two.
+	HeartbeatTimeout   time.Duration // default 500ms
+	ElectionTimeout    time.Duration // default 500ms
+	LeaderLeaseTimeout time.Duration // default 250ms
 	CommitTimeout      time.Duration // default 50ms
 
 	// ApplyTimeout bounds how long a proposal waits to enter Raft's queue;
@@ -113,9 +115,9 @@ func DefaultConfig() Config {
 		SnapshotInterval:   30 * time.Second,
 		SnapshotRetain:     2,
 		TrailingLogs:       10240,
-		HeartbeatTimeout:   time.Second,
-		ElectionTimeout:    time.Second,
-		LeaderLeaseTimeout: 500 * time.Millisecond,
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
 		ApplyTimeout:       5 * time.Second,
 		BarrierTimeout:     10 * time.Second,
