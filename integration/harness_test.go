@@ -1,0 +1,412 @@
+//go:build jepsen
+
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Cluster is the fault-injection surface the nemesis and checks use. Nodes
+// are named "n1".."n3".
+type Cluster interface {
+	Start() error
+	Stop() error
+	Kill9(node string) error
+	Restart(node string) error
+	Pause(node string) error
+	Resume(node string) error
+	// Leader polls (bounded) until exactly one running node says it is the
+	// Raft leader; "" if none within the deadline.
+	Leader(within time.Duration) string
+	Addr(node string) string
+	Nodes() []string
+	// Running: started, not killed (it may be paused).
+	Running(node string) bool
+	Paused(node string) bool
+	Close()
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	binDir    string
+)
+
+// TestMain builds bin/raftset once per test binary run into a temp dir and
+// removes it at the end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+func raftsetBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "raftset-jepsen-bin-")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "raftset")
+		cmd := exec.Command("go", "build", "-o", binPath, "raftset/cmd/raftset")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// freePort asks the kernel for an unused loopback port.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+type procNode struct {
+	id, addr, raftAddr, dir, logPath string
+	args                             []string
+	cmd                              *exec.Cmd
+	done                             chan struct{}
+	paused                           bool
+	starts                           int
+}
+
+// procCluster runs each node as a process of the real binary on 127.0.0.1.
+type procCluster struct {
+	t     *testing.T
+	bin   string
+	mu    sync.Mutex
+	nodes map[string]*procNode
+	order []string
+}
+
+// newProcCluster prepares (does not start) a size-node cluster whose logs
+// go to logDir/<node>.log and data to a test temp dir. Everything it
+// starts is stopped in t.Cleanup.
+func newProcCluster(t *testing.T, size int, logDir string) *procCluster {
+	t.Helper()
+	c := &procCluster{t: t, bin: raftsetBinary(t), nodes: map[string]*procNode{}}
+	data := t.TempDir()
+	var peers []string
+	for i := 1; i <= size; i++ {
+		n := &procNode{id: fmt.Sprintf("n%d", i),
+			addr:     fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+			raftAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		n.dir = filepath.Join(data, n.id)
+		n.logPath = filepath.Join(logDir, n.id+".log")
+		peers = append(peers, n.id+"="+n.raftAddr)
+		c.nodes[n.id] = n
+		c.order = append(c.order, n.id)
+	}
+	for _, id := range c.order {
+		n := c.nodes[id]
+		_, port, _ := net.SplitHostPort(n.addr)
+		n.args = []string{"--node-id", n.id, "--bind", "127.0.0.1", "--port", port,
+			"--raft-addr", n.raftAddr, "--advertise-addr", n.addr, "--raft-advertise-addr", n.raftAddr,
+			"--dir", n.dir, "--peers", strings.Join(peers, ","), "--loglevel", "info"}
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *procCluster) Nodes() []string { return append([]string(nil), c.order...) }
+
+func (c *procCluster) Addr(node string) string { return c.nodes[node].addr }
+
+func (c *procCluster) start(n *procNode) error {
+	if n.cmd != nil {
+		return fmt.Errorf("%s already running", n.id)
+	}
+	lf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	n.starts++
+	fmt.Fprintf(lf, "=== harness: start #%d of %s at %s\n", n.starts, n.id, time.Now().UTC().Format(time.RFC3339Nano))
+	cmd := exec.Command(c.bin, n.args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		lf.Close()
+		close(done)
+	}()
+	n.cmd, n.done, n.paused = cmd, done, false
+	return nil
+}
+
+// signalAndWait sends sig to the node's process (by pid) and waits up to d
+// for it to exit.
+func (c *procCluster) signalAndWait(n *procNode, sig syscall.Signal, d time.Duration) bool {
+	if n.cmd == nil {
+		return true
+	}
+	n.cmd.Process.Signal(sig)
+	select {
+	case <-n.done:
+		n.cmd, n.paused = nil, false
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func (c *procCluster) Start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range c.order {
+		if err := c.start(c.nodes[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *procCluster) stopNode(n *procNode) error {
+	if n.cmd == nil {
+		return nil
+	}
+	if n.paused {
+		n.cmd.Process.Signal(syscall.SIGCONT)
+	}
+	if c.signalAndWait(n, syscall.SIGTERM, 10*time.Second) {
+		return nil
+	}
+	if c.signalAndWait(n, syscall.SIGKILL, 10*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("%s (pid %d) did not exit", n.id, n.cmd.Process.Pid)
+}
+
+func (c *procCluster) Stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, id := range c.order {
+		errs = append(errs, c.stopNode(c.nodes[id]))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *procCluster) Kill9(node string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[node]
+	if n.cmd == nil {
+		return fmt.Errorf("%s not running", node)
+	}
+	if !c.signalAndWait(n, syscall.SIGKILL, 10*time.Second) {
+		return fmt.Errorf("%s did not die on SIGKILL", node)
+	}
+	return nil
+}
+
+func (c *procCluster) Restart(node string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[node]
+	if err := c.stopNode(n); err != nil {
+		return err
+	}
+	return c.start(n)
+}
+
+func (c *procCluster) Pause(node string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[node]
+	if n.cmd == nil {
+		return fmt.Errorf("%s not running", node)
+	}
+	if err := n.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	n.paused = true
+	return nil
+}
+
+func (c *procCluster) Resume(node string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[node]
+	if n.cmd == nil {
+		return fmt.Errorf("%s not running", node)
+	}
+	if err := n.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	n.paused = false
+	return nil
+}
+
+func (c *procCluster) Running(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[node].cmd != nil
+}
+
+func (c *procCluster) Paused(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[node].paused
+}
+
+// Leader asks every running, unpaused node for ROLE and returns the one
+// node that says master, polling every 100 ms for at most within.
+func (c *procCluster) Leader(within time.Duration) string {
+	deadline := time.Now().Add(within)
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		var masters []string
+		for _, id := range c.order {
+			if !c.Running(id) || c.Paused(id) {
+				continue
+			}
+			cn, err := dialConn(c.Addr(id), 500*time.Millisecond)
+			if err != nil {
+				continue
+			}
+			r, err := cn.Do("ROLE")
+			cn.Close()
+			if err == nil && len(r.elems) > 0 && r.elems[0].str == "master" {
+				masters = append(masters, id)
+			}
+		}
+		if len(masters) == 1 {
+			return masters[0]
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return ""
+}
+
+// Close resumes and stops every process it started (by pid).
+func (c *procCluster) Close() {
+	if err := c.Stop(); err != nil {
+		c.t.Errorf("stopping cluster: %v", err)
+	}
+}
+
+// healAll resumes paused nodes and restarts killed ones.
+func healAll(c Cluster) error {
+	var errs []error
+	for _, id := range c.Nodes() {
+		switch {
+		case !c.Running(id):
+			errs = append(errs, c.Restart(id))
+		case c.Paused(id):
+			errs = append(errs, c.Resume(id))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// waitReady polls (bounded) until every node answers a linearizable read,
+// which needs a leader reachable from it.
+func waitReady(c Cluster, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	pending := c.Nodes()
+	for i := 0; i < 1000 && len(pending) > 0; i++ {
+		var still []string
+		for _, id := range pending {
+			cn, err := dialConn(c.Addr(id), time.Second)
+			if err != nil {
+				still = append(still, id)
+				continue
+			}
+			r, err := cn.Do("SISMEMBER", "jepsen:ready", "x")
+			cn.Close()
+			if err != nil || r.kind != ':' {
+				still = append(still, id)
+			}
+		}
+		pending = still
+		if len(pending) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("nodes %v not ready within %v", pending, within)
+}
+
+// converge polls DEBUG DIGEST on every node until all agree, for at most
+// within. It returns the digest and the time it took.
+func converge(c Cluster, within time.Duration) (string, time.Duration, error) {
+	start := time.Now()
+	var last []string
+	for i := 0; i < 1000 && time.Since(start) < within; i++ {
+		last = last[:0]
+		for _, id := range c.Nodes() {
+			cn, err := dialConn(c.Addr(id), 2*time.Second)
+			if err != nil {
+				last = append(last, id+":"+err.Error())
+				continue
+			}
+			r, err := cn.Do("DEBUG", "DIGEST")
+			cn.Close()
+			if err != nil {
+				last = append(last, id+":"+err.Error())
+			} else {
+				last = append(last, r.str)
+			}
+		}
+		same := true
+		for _, d := range last {
+			if d != last[0] || strings.Contains(d, ":") {
+				same = false
+			}
+		}
+		if same {
+			return last[0], time.Since(start), nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return "", time.Since(start), fmt.Errorf("digests did not converge within %v: %v", within, last)
+}
+
+// scanLogs reports node log lines that show a crash.
+func scanLogs(c *procCluster) []string {
+	var bad []string
+	for _, id := range c.order {
+		b, err := os.ReadFile(c.nodes[id].logPath)
+		if err != nil {
+			bad = append(bad, id+": "+err.Error())
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "panic") || strings.Contains(line, "fatal error:") || strings.Contains(line, "DATA RACE") {
+				bad = append(bad, id+": "+line)
+			}
+		}
+	}
+	return bad
+}
