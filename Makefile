@@ -7,7 +7,7 @@ BIN   := bin/raftset
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build static test image compose-test clean
+.PHONY: all build static test image compose-test jepsen jepsen-smoke clean
 
 all: build
 
@@ -26,6 +26,13 @@ image: static
 
 compose-test:
 	.ci/compose-test.sh
+
+# The Jepsen-style suite (docs/jepsen.md): every scenario, or the CI tier.
+jepsen:
+	$(GO) test -tags jepsen -count=1 -timeout 30m -v ./integration/
+
+jepsen-smoke:
+	$(GO) test -tags jepsen -count=1 -timeout 15m ./integration/ -run '^(TestJepsenSmoke|TestChecker.*|TestScheduleFromSeed)$$'
 
 clean:
 	rm -rf bin
