@@ -182,23 +182,7 @@ func TestClusterProcessesKill9Leader(t *testing.T) {
 	l.start(t)
 	waitWritable(t, l.addr)
 	// Every node converges on the same state.
-	var digest string
-	testutil.WaitFor(t, 30*time.Second, "equal DEBUG DIGEST on every node", func() bool {
-		digest = ""
-		for _, cp := range nodes {
-			c, err := testutil.DialRESP(cp.addr, 5*time.Second)
-			if err != nil {
-				return false
-			}
-			r, err := c.Do("DEBUG", "DIGEST")
-			c.Close()
-			if err != nil || (digest != "" && r != digest) {
-				return false
-			}
-			digest = r
-		}
-		return true
-	})
+	waitConverged(t, nodes)
 	// No acknowledged write lost, on any node (linearizable reads).
 	for _, cp := range nodes {
 		c := dial(t, cp.addr)
@@ -256,4 +240,28 @@ func TestClusterProcessesJoin(t *testing.T) {
 		t.Errorf("b still a member after RAFT.REMOVE")
 	}
 	b.kill9(t)
+}
+
+// waitConverged waits until every node answers the same DEBUG DIGEST and
+// returns it.
+func waitConverged(t *testing.T, nodes []*clusterProc) string {
+	t.Helper()
+	var digest string
+	testutil.WaitFor(t, 30*time.Second, "equal DEBUG DIGEST on every node", func() bool {
+		digest = ""
+		for _, cp := range nodes {
+			c, err := testutil.DialRESP(cp.addr, 5*time.Second)
+			if err != nil {
+				return false
+			}
+			r, err := c.Do("DEBUG", "DIGEST")
+			c.Close()
+			if err != nil || (digest != "" && r != digest) {
+				return false
+			}
+			digest = r
+		}
+		return true
+	})
+	return digest
 }

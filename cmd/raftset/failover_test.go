@@ -228,23 +228,7 @@ func TestFailoverClientKill9Leader(t *testing.T) {
 	// The killed node restarts and converges.
 	l.start(t)
 	waitWritable(t, l.addr)
-	var digest string
-	testutil.WaitFor(t, 30*time.Second, "equal DEBUG DIGEST on every node", func() bool {
-		digest = ""
-		for _, cp := range nodes {
-			c, err := testutil.DialRESP(cp.addr, 5*time.Second)
-			if err != nil {
-				return false
-			}
-			r, err := c.Do("DEBUG", "DIGEST")
-			c.Close()
-			if err != nil || (digest != "" && r != digest) {
-				return false
-			}
-			digest = r
-		}
-		return true
-	})
+	waitConverged(t, nodes)
 	checkMembers(l)
 	// The client still serves writes with the old leader back as a follower.
 	if err := rdb.SAdd(ctx, "failover:set", "after-restart").Err(); err != nil {
