@@ -149,7 +149,8 @@ func TestCommand(t *testing.T) {
 		t.Errorf("COMMAND INFO without names differs from COMMAND")
 	}
 	wantDocs := array(bulk("get"), array(bulk("summary"), bulk("Returns the string value of a key."),
-		bulk("since"), bulk("1.0.0"), bulk("group"), bulk("string")))
+		bulk("since"), bulk("1.0.0"), bulk("group"), bulk("string"), bulk("arguments"),
+		array(array(bulk("name"), bulk("key"), bulk("type"), bulk("key"), bulk("key_spec_index"), integer(0)))))
 	if got := tc.do("COMMAND", "DOCS", "get", "nosuch"); got != wantDocs {
 		t.Errorf("COMMAND DOCS get = %q, want %q", got, wantDocs)
 	}

@@ -11,6 +11,7 @@ import (
 // commandDocs holds the COMMAND replies, built once from the table (Redis
 // 7 shapes, RESP2: maps are flat arrays, sets are arrays).
 type commandDocs struct {
+	table command.Table
 	names []string // top-level names, sorted
 	all   []string // names and subcommand full names ("object|encoding")
 	specs map[string]*command.Spec
@@ -19,7 +20,7 @@ type commandDocs struct {
 }
 
 func newCommandDocs(t command.Table) *commandDocs {
-	d := &commandDocs{specs: make(map[string]*command.Spec), info: make(map[string][]byte), docs: make(map[string][]byte)}
+	d := &commandDocs{table: t, specs: make(map[string]*command.Spec), info: make(map[string][]byte), docs: make(map[string][]byte)}
 	for name, spec := range t {
 		if spec.Has(command.Internal) {
 			continue // between nodes only: not listed
@@ -209,76 +210,53 @@ func aclCategories(spec *command.Spec) []string {
 	return out
 }
 
-// appendKeySpecs appends the key specifications: one range spec from the
-// table's first/last/step, or a keynum spec for movable-key commands whose
-// key count comes first (SINTERCARD).
+// appendKeySpecs appends the key specifications derived from the command's
+// key arguments (args.go): a range from a fixed position, or a keynum spec
+// whose count comes first (SINTERCARD).
 func appendKeySpecs(dst []byte, spec *command.Spec) []byte {
-	flags := []string{"RO", "access"}
-	if spec.Has(command.Write) {
-		flags = []string{"RW", "update"}
-	}
-	var find func([]byte) []byte
-	begin := spec.FirstKey
-	switch {
-	case spec.FirstKey > 0:
-		last := spec.LastKey
-		if last >= 0 {
-			last -= spec.FirstKey
+	dst = command.AppendArray(dst, len(spec.KeySpecs))
+	for _, ks := range spec.KeySpecs {
+		dst = command.AppendArray(dst, 6)
+		dst = command.AppendBulkString(dst, "flags")
+		dst = command.AppendArray(dst, len(ks.Flags))
+		for _, f := range ks.Flags {
+			dst = command.AppendSimple(dst, f)
 		}
-		find = func(dst []byte) []byte {
-			dst = command.AppendArray(dst, 4)
-			dst = command.AppendBulkString(dst, "type")
-			dst = command.AppendBulkString(dst, "range")
-			dst = command.AppendBulkString(dst, "spec")
-			dst = command.AppendArray(dst, 6)
-			dst = command.AppendBulkString(dst, "lastkey")
-			dst = command.AppendInt(dst, int64(last))
-			dst = command.AppendBulkString(dst, "keystep")
-			dst = command.AppendInt(dst, int64(spec.Step))
-			dst = command.AppendBulkString(dst, "limit")
-			return command.AppendInt(dst, 0)
+		dst = command.AppendBulkString(dst, "begin_search")
+		dst = appendTypeSpec(dst, "index", "index", ks.Begin)
+		dst = command.AppendBulkString(dst, "find_keys")
+		if ks.KeyNum {
+			dst = appendTypeSpec(dst, "keynum", "keynumidx", 0, "firstkey", 1, "keystep", 1)
+		} else {
+			dst = appendTypeSpec(dst, "range", "lastkey", ks.LastKey, "keystep", ks.KeyStep, "limit", 0)
 		}
-	case spec.Has(command.MovableKeys):
-		begin = 1
-		find = func(dst []byte) []byte {
-			dst = command.AppendArray(dst, 4)
-			dst = command.AppendBulkString(dst, "type")
-			dst = command.AppendBulkString(dst, "keynum")
-			dst = command.AppendBulkString(dst, "spec")
-			dst = command.AppendArray(dst, 6)
-			dst = command.AppendBulkString(dst, "keynumidx")
-			dst = command.AppendInt(dst, 0)
-			dst = command.AppendBulkString(dst, "firstkey")
-			dst = command.AppendInt(dst, 1)
-			dst = command.AppendBulkString(dst, "keystep")
-			return command.AppendInt(dst, 1)
-		}
-	default:
-		return append(dst, command.EmptyArr...)
 	}
-	dst = command.AppendArray(dst, 1)
-	dst = command.AppendArray(dst, 6)
-	dst = command.AppendBulkString(dst, "flags")
-	dst = command.AppendArray(dst, len(flags))
-	for _, f := range flags {
-		dst = command.AppendSimple(dst, f)
-	}
-	dst = command.AppendBulkString(dst, "begin_search")
-	dst = command.AppendArray(dst, 4)
-	dst = command.AppendBulkString(dst, "type")
-	dst = command.AppendBulkString(dst, "index")
-	dst = command.AppendBulkString(dst, "spec")
-	dst = command.AppendArray(dst, 2)
-	dst = command.AppendBulkString(dst, "index")
-	dst = command.AppendInt(dst, int64(begin))
-	dst = command.AppendBulkString(dst, "find_keys")
-	return find(dst)
+	return dst
 }
 
-// appendCommandDocs appends one COMMAND DOCS value: summary, since, group
-// and, for containers, the subcommands' docs.
+// appendTypeSpec appends {type: typ, spec: {name: value, ...}}; fields
+// alternate names (string) and values (int).
+func appendTypeSpec(dst []byte, typ string, fields ...any) []byte {
+	dst = command.AppendArray(dst, 4)
+	dst = command.AppendBulkString(dst, "type")
+	dst = command.AppendBulkString(dst, typ)
+	dst = command.AppendBulkString(dst, "spec")
+	dst = command.AppendArray(dst, len(fields))
+	for i := 0; i < len(fields); i += 2 {
+		dst = command.AppendBulkString(dst, fields[i].(string))
+		dst = command.AppendInt(dst, int64(fields[i+1].(int)))
+	}
+	return dst
+}
+
+// appendCommandDocs appends one COMMAND DOCS value: summary, since, group,
+// the arguments and, for containers, the subcommands' docs (Redis 7.0's
+// fields and order; complexity, history and doc_flags are left out).
 func appendCommandDocs(dst []byte, spec *command.Spec) []byte {
 	n := 6
+	if len(spec.Args) > 0 {
+		n += 2
+	}
 	if len(spec.Subs) > 0 {
 		n += 2
 	}
@@ -289,6 +267,10 @@ func appendCommandDocs(dst []byte, spec *command.Spec) []byte {
 	dst = command.AppendBulkString(dst, spec.Since)
 	dst = command.AppendBulkString(dst, "group")
 	dst = command.AppendBulkString(dst, spec.Group)
+	if len(spec.Args) > 0 {
+		dst = command.AppendBulkString(dst, "arguments")
+		dst = appendArgs(dst, spec.Args)
+	}
 	if len(spec.Subs) > 0 {
 		dst = command.AppendBulkString(dst, "subcommands")
 		dst = command.AppendArray(dst, 2*len(spec.Subs))
@@ -298,4 +280,109 @@ func appendCommandDocs(dst []byte, spec *command.Spec) []byte {
 		}
 	}
 	return dst
+}
+
+// appendArgs appends an arguments array as Redis 7.0's
+// addReplyCommandArgList does: name, type, key_spec_index, token, since,
+// flags, arguments, each only when it applies.
+func appendArgs(dst []byte, args []*command.Arg) []byte {
+	dst = command.AppendArray(dst, len(args))
+	for _, a := range args {
+		var flags []string
+		for _, f := range []struct {
+			on   bool
+			name string
+		}{{a.Optional, "optional"}, {a.Multiple, "multiple"}, {a.MultipleToken, "multiple_token"}} {
+			if f.on {
+				flags = append(flags, f.name)
+			}
+		}
+		n := 4
+		for _, present := range []bool{a.KeySpec >= 0, a.Token != "", a.Since != "", len(flags) > 0, len(a.Args) > 0} {
+			if present {
+				n += 2
+			}
+		}
+		dst = command.AppendArray(dst, n)
+		dst = command.AppendBulkString(dst, "name")
+		dst = command.AppendBulkString(dst, a.Name)
+		dst = command.AppendBulkString(dst, "type")
+		dst = command.AppendBulkString(dst, a.Type)
+		if a.KeySpec >= 0 {
+			dst = command.AppendBulkString(dst, "key_spec_index")
+			dst = command.AppendInt(dst, int64(a.KeySpec))
+		}
+		if a.Token != "" {
+			dst = command.AppendBulkString(dst, "token")
+			dst = command.AppendBulkString(dst, a.Token)
+		}
+		if a.Since != "" {
+			dst = command.AppendBulkString(dst, "since")
+			dst = command.AppendBulkString(dst, a.Since)
+		}
+		if len(flags) > 0 {
+			dst = command.AppendBulkString(dst, "flags")
+			dst = command.AppendArray(dst, len(flags))
+			for _, f := range flags {
+				dst = command.AppendSimple(dst, f)
+			}
+		}
+		if len(a.Args) > 0 {
+			dst = command.AppendBulkString(dst, "arguments")
+			dst = appendArgs(dst, a.Args)
+		}
+	}
+	return dst
+}
+
+// appendGetKeys answers COMMAND GETKEYS and GETKEYSANDFLAGS with Redis's
+// checks in its order: the command exists, has keys, suits its arity, and
+// its key count (SINTERCARD's numkeys) finds at least one key.
+func (d *commandDocs) appendGetKeys(dst []byte, argv [][]byte, withFlags bool) []byte {
+	spec := d.table.Lookup(argv[0])
+	if spec != nil && len(spec.Subs) > 0 && len(argv) > 1 {
+		spec = spec.Sub(string(argv[1]))
+	}
+	switch {
+	case spec == nil || spec.Has(command.Internal):
+		return command.AppendError(dst, "ERR Invalid command specified")
+	case len(spec.KeySpecs) == 0:
+		return command.AppendError(dst, "ERR The command has no key arguments")
+	case !spec.CheckArity(len(argv)):
+		return command.AppendError(dst, "ERR Invalid number of arguments specified for command")
+	}
+	pos, flags, ok := spec.FindKeys(argv)
+	if !ok || len(pos) == 0 {
+		return command.AppendError(dst, "ERR Invalid arguments specified for command")
+	}
+	dst = command.AppendArray(dst, len(pos))
+	for i, p := range pos {
+		if !withFlags {
+			dst = command.AppendBulk(dst, argv[p])
+			continue
+		}
+		dst = command.AppendArray(dst, 2)
+		dst = command.AppendBulk(dst, argv[p])
+		fl := flags[i]
+		if slices.Contains(fl, "variable_flags") {
+			fl = setKeyFlags(argv)
+		}
+		dst = command.AppendArray(dst, len(fl))
+		for _, f := range fl {
+			dst = command.AppendSimple(dst, f)
+		}
+	}
+	return dst
+}
+
+// setKeyFlags are the flags of SET's key for one call, as Redis's
+// setGetKeys decides them: the key spec says "variable_flags" because only
+// SET ... GET reads the old value.
+func setKeyFlags(argv [][]byte) []string {
+	for _, a := range argv[3:] {
+		if bytes.EqualFold(a, []byte("get")) {
+			return []string{"RW", "access", "update"}
+		}
+	}
+	return []string{"OW", "update"}
 }

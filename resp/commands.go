@@ -87,6 +87,8 @@ func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
 		return s.docs.appendDocs(dst, args[2:])
 	case "command|list":
 		return s.docs.appendList(dst, args[2:])
+	case "command|getkeys", "command|getkeysandflags":
+		return s.docs.appendGetKeys(dst, args[2:], spec.Name == "command|getkeysandflags")
 	case "command|help":
 		return command.AppendHelp(dst, "COMMAND", commandHelp)
 	case "client|id":
@@ -425,6 +427,10 @@ var commandHelp = []string{
 	"    Return documentation details about multiple Redis commands.",
 	"    If no command names are given, documentation details for all",
 	"    commands are returned.",
+	"GETKEYS <full-command>",
+	"    Return the keys from a full Redis command.",
+	"GETKEYSANDFLAGS <full-command>",
+	"    Return the keys and the access flags from a full Redis command.",
 	"HELP",
-	"    Print this help.",
+	"    Prints this help.",
 }

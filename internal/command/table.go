@@ -45,6 +45,10 @@ type Spec struct {
 	Summary  string
 	Since    string
 	Subs     []*Spec // subcommands: Name is "parent|sub"
+	// Args and KeySpecs are the command's syntax for COMMAND DOCS and
+	// COMMAND INFO, from args.go.
+	Args     []*Arg
+	KeySpecs []KeySpec
 }
 
 // Has reports whether the spec has all of f.
@@ -225,10 +229,13 @@ func Commands() Table {
 			spec("command|info", -2, Conn, 0, 0, 0, "server", "2.8.13", "Returns information about one, multiple or all commands."),
 			spec("command|docs", -2, Conn, 0, 0, 0, "server", "7.0.0", "Returns documentary information about one, multiple or all commands."),
 			spec("command|list", -2, Conn, 0, 0, 0, "server", "7.0.0", "Returns a list of command names."),
+			spec("command|getkeys", -4, Conn, 0, 0, 0, "server", "2.8.13", "Extracts the key names from an arbitrary command."),
+			spec("command|getkeysandflags", -4, Conn, 0, 0, 0, "server", "7.0.0", "Extracts the key names and access flags for an arbitrary command."),
 			spec("command|help", 2, Conn, 0, 0, 0, "server", "5.0.0", "Returns helpful text about the different subcommands.")),
 		spec("debug", -2, Admin, 0, 0, 0, "server", "1.0.0", "A container for debugging commands."),
 		spec("save", 1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Synchronously saves the database(s) to disk."),
 		spec("bgsave", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Asynchronously saves the database(s) to disk."),
+		spec("shutdown", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
 		spec("lastsave", 1, Admin|fast, 0, 0, 0, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
 		spec("role", 1, Admin|fast, 0, 0, 0, "server", "2.8.12", "Returns the replication role."),
 		spec("wait", 3, Admin, 0, 0, 0, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
@@ -250,5 +257,6 @@ func Commands() Table {
 	for _, s := range list {
 		t[s.Name] = s
 	}
+	attachArgs(t)
 	return t
 }

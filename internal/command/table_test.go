@@ -1,6 +1,9 @@
 package command
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestTable(t *testing.T) {
 	tb := Commands()
@@ -38,5 +41,57 @@ func TestTable(t *testing.T) {
 	argv := [][]byte{[]byte("mset"), []byte("a"), []byte("1"), []byte("b"), []byte("2")}
 	if got := tb["mset"].Keys(argv); len(got) != 2 || got[0] != 1 || got[1] != 3 {
 		t.Errorf("mset Keys = %v, want [1 3]", got)
+	}
+}
+
+// TestKeySpecsAgreeWithKeys checks that the key specifications derived from
+// the argument lines find the same keys as the table's first/last/step, for
+// every command with fixed key positions.
+func TestKeySpecsAgreeWithKeys(t *testing.T) {
+	for name, s := range Commands() {
+		for _, spec := range append([]*Spec{s}, s.Subs...) {
+			if spec.Has(MovableKeys) || spec.FirstKey == 0 {
+				if spec.FirstKey == 0 && !spec.Has(MovableKeys) && len(spec.KeySpecs) > 0 {
+					t.Errorf("%s: key specs %v but no keys in the table", spec.Name, spec.KeySpecs)
+				}
+				continue
+			}
+			n := spec.Arity
+			if n < 0 {
+				n = max(-n, 7)
+			}
+			argv := [][]byte{[]byte(name)}
+			for len(argv) < n {
+				argv = append(argv, []byte{byte('a' + len(argv))})
+			}
+			got, _, ok := spec.FindKeys(argv)
+			if want := spec.Keys(argv); !ok || !slices.Equal(got, want) {
+				t.Errorf("%s %q: FindKeys = %v, %v; Keys = %v", spec.Name, argv, got, ok, want)
+			}
+		}
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	args, keys, err := parseArgs("dst:key{OW,update} [TYPE kind: A | B-C]@5.0.0 (pair: k:key{RO} v:string)...+ [N]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(args) != 4 || len(keys) != 2 || keys[1][0] != "RO" {
+		t.Fatalf("parsed %d args, keys %v", len(args), keys)
+	}
+	kind := args[1]
+	if kind.Type != "oneof" || kind.Token != "TYPE" || kind.Since != "5.0.0" || !kind.Optional ||
+		len(kind.Args) != 2 || kind.Args[1].Name != "b-c" || kind.Args[1].Token != "B-C" {
+		t.Errorf("oneof parsed as %+v", kind)
+	}
+	pair := args[2]
+	if pair.Type != "block" || pair.Optional || !pair.Multiple || !pair.MultipleToken || pair.Args[0].KeySpec != 1 {
+		t.Errorf("block parsed as %+v", pair)
+	}
+	for _, bad := range []string{"x", "x:nosuchtype", "[a:string b:string]", "[l: a:string", "k:key", "k:key{RO}@", "(l: a:string | b:string c:string)"} {
+		if _, _, err := parseArgs(bad); err == nil {
+			t.Errorf("parseArgs(%q) succeeded", bad)
+		}
 	}
 }
