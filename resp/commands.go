@@ -22,6 +22,10 @@ func (c *client) local(spec *command.Spec, args [][]byte) {
 	case "exec":
 		c.exec()
 		return
+	case "shutdown":
+		c.flush()
+		c.cmdShutdown(args)
+		return
 	case "quit":
 		c.flush()
 		c.write(command.OK)

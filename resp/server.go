@@ -49,6 +49,10 @@ type Config struct {
 	Mode string
 	// Commands is the command table; default command.Commands().
 	Commands command.Table
+	// Shutdown asks the process to stop as SIGTERM does (SHUTDOWN calls it).
+	// It must return at once: stopping closes this server, which waits for
+	// the connection that asked. nil makes SHUTDOWN fail.
+	Shutdown func()
 }
 
 // Server is a RESP server in front of a Store.

@@ -35,9 +35,12 @@ type node struct {
 	raft   *cluster.Node
 	server *resp.Server
 	ln     net.Listener
+	// shutdown receives the SHUTDOWN command's request to stop, which takes
+	// the same path as SIGTERM.
+	shutdown chan struct{}
 }
 
-// serve runs a node until SIGINT or SIGTERM.
+// serve runs a node until SIGINT, SIGTERM or the SHUTDOWN command.
 func serve(cfg *Config, logOut io.Writer) error {
 	n, err := start(cfg, logOut)
 	if err != nil {
@@ -50,6 +53,8 @@ func serve(cfg *Config, logOut io.Writer) error {
 	select {
 	case s := <-sig:
 		n.log.Info("shutting down", "signal", s.String())
+	case <-n.shutdown:
+		n.log.Info("shutting down", "command", "SHUTDOWN")
 	case err := <-served:
 		if err != nil && !errors.Is(err, resp.ErrServerClosed) {
 			n.log.Error("RESP server stopped", "error", err)
@@ -132,11 +137,18 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		}
 	}
 
+	shutdown := make(chan struct{}, 1)
 	srv := resp.NewServer(resp.Config{
 		Addr:        addr,
 		RequirePass: cfg.RequirePass,
 		Logger:      logger.Named("resp"),
 		Version:     version,
+		Shutdown: func() {
+			select {
+			case shutdown <- struct{}{}:
+			default: // already asked
+			}
+		},
 	}, store{rn})
 	if cfg.PprofAddr != "" {
 		go func() {
@@ -144,7 +156,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 			logger.Warn("pprof server stopped", "error", http.ListenAndServe(cfg.PprofAddr, nil))
 		}()
 	}
-	n := &node{cfg: cfg, log: logger, fsm: f, raft: rn, server: srv, ln: ln}
+	n := &node{cfg: cfg, log: logger, fsm: f, raft: rn, server: srv, ln: ln, shutdown: shutdown}
 	n.registerConfig()
 	logger.Info("raftset ready", "version", version, "node-id", id, "addr", ln.Addr().String(),
 		"advertise-addr", cc.ClientAddr, "raft-addr", cfg.RaftAddr, "peers", len(peers), "join", cfg.Join, "dir", cfg.Dir)
