@@ -186,8 +186,31 @@ func commandFlags(spec *command.Spec) []string {
 	return out
 }
 
-// aclCategories derives Redis's ACL categories, in Redis's order.
+// aclCategories gives Redis's ACL categories, in Redis's order: derived from
+// the flags and group, except where Redis's own choice does not follow from
+// them.
 func aclCategories(spec *command.Spec) []string {
+	switch spec.Name {
+	case "client", "config", "config|help", "object":
+		return []string{"@slow"}
+	case "client|setname", "client|getname", "client|id", "wait":
+		return []string{"@slow", "@connection"}
+	case "command", "command|count", "command|info", "command|docs", "command|list",
+		"command|getkeys", "command|getkeysandflags", "command|help":
+		return []string{"@slow", "@connection"}
+	case "readonly", "readwrite":
+		return []string{"@fast", "@connection"}
+	case "dbsize":
+		return []string{"@keyspace", "@read", "@fast"}
+	case "flushall", "flushdb":
+		return []string{"@keyspace", "@write", "@slow", "@dangerous"}
+	case "info":
+		return []string{"@slow", "@dangerous"}
+	case "keys":
+		return []string{"@keyspace", "@read", "@slow", "@dangerous"}
+	case "object|help":
+		return []string{"@keyspace", "@slow"}
+	}
 	has := func(f command.Flags) bool { return spec.Has(f) }
 	group := spec.Group
 	var out []string

@@ -86,7 +86,8 @@ func TestCommandDocsMatchRedis(t *testing.T) {
 }
 
 // TestCommandKeySpecsMatchRedis compares COMMAND INFO's arity, first/last
-// key and step, and key specifications (without Redis's free-text notes)
+// key and step, ACL categories and key specifications (without Redis's
+// free-text notes; the command flags differ: raftset reports fewer)
 // with Redis 7.0 for every command both have, and the replies of COMMAND
 // GETKEYS and GETKEYSANDFLAGS for commands and argument lists that exercise
 // each kind of key spec and each error.
@@ -115,7 +116,7 @@ func TestCommandKeySpecsMatchRedis(t *testing.T) {
 		for i := range r.Elems[8].Elems {
 			r.Elems[8].Elems[i] = withoutFields(r.Elems[8].Elems[i], []string{"notes"})
 		}
-		for _, i := range []int{1, 3, 4, 5, 8} { // arity, first, last, step, key specs
+		for _, i := range []int{1, 3, 4, 5, 6, 8} { // arity, first, last, step, ACL categories, key specs
 			if got, want := encodeReply(nil, a.Elems[i]), encodeReply(nil, r.Elems[i]); string(got) != string(want) {
 				t.Errorf("COMMAND INFO %s: element %d = %q, redis %q", name, i, got, want)
 			}
@@ -124,6 +125,23 @@ func TestCommandKeySpecsMatchRedis(t *testing.T) {
 	}
 	if compared < 80 {
 		t.Errorf("compared COMMAND INFO of %d commands only", compared)
+	}
+
+	// COMMAND LIST FILTERBY ACLCAT agrees with Redis over the commands both have.
+	for _, cat := range []string{"keyspace", "read", "write", "set", "string", "admin", "fast", "slow",
+		"dangerous", "connection", "transaction"} {
+		var lists [2][]string
+		for i, c := range []*testutil.RESPClient{ours, theirs} {
+			for _, e := range doRESP(t, c, "COMMAND", "LIST", "FILTERBY", "ACLCAT", cat).Elems {
+				if slices.Contains(s.docs.all, e.Str) && !slices.Contains(raftsetOnly, e.Str) {
+					lists[i] = append(lists[i], e.Str)
+				}
+			}
+			slices.Sort(lists[i])
+		}
+		if !slices.Equal(lists[0], lists[1]) {
+			t.Errorf("COMMAND LIST FILTERBY ACLCAT %s = %v, redis %v", cat, lists[0], lists[1])
+		}
 	}
 
 	for _, args := range [][]string{
