@@ -65,7 +65,9 @@ func (c *client) cmdShutdown(args [][]byte) {
 		}
 	}
 	s.log.Info("SHUTDOWN requested", "addr", c.addr, "save", save, "now", now, "force", force)
+	// Ask first, then close: a client that sees the connection close knows
+	// the shutdown is under way.
+	s.cfg.Shutdown()
 	c.quit = true
 	_ = c.rc.Close()
-	s.cfg.Shutdown()
 }
