@@ -160,10 +160,13 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 				return nil, fmt.Errorf("cluster: resolve RaftAdvertise %q: %w", cfg.RaftAdvertise, err)
 			}
 		}
-		trans, err = raft.NewTCPTransportWithLogger(cfg.RaftBind, adv, tcpMaxPool, tcpTimeout, cfg.Logger.Named("raft-net"))
+		// A failed NewTCPTransport returns a nil *NetworkTransport; stored in
+		// trans, that would be a non-nil interface the cleanup would Close.
+		tcp, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, adv, tcpMaxPool, tcpTimeout, cfg.Logger.Named("raft-net"))
 		if err != nil {
 			return nil, fmt.Errorf("cluster: listen on %s: %w", cfg.RaftBind, err)
 		}
+		trans = tcp
 	}
 
 	// Restore the latest snapshot ourselves, so that a damaged one stops the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -625,5 +626,25 @@ func TestSaveOfStateOutsideTheLog(t *testing.T) {
 	n3 := mustNode(t, diskConfig(t, dir), f, true)
 	if got := string(n3.Read(ctx, args("exists", "imported"), false)); got != ":1\r\n" {
 		t.Errorf("after SAVE and restart EXISTS imported = %q, want :1", got)
+	}
+}
+
+// A Raft port another process holds is a clear start-up error (it used to
+// panic closing a nil transport).
+func TestRaftPortInUseIsAnError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := diskConfig(t, t.TempDir())
+	cfg.RaftBind = l.Addr().String()
+	n, err := newNode(cfg, newFakeFSM())
+	if err == nil {
+		n.Close()
+		t.Fatal("newNode on a port in use: no error")
+	}
+	if !strings.Contains(err.Error(), "listen on "+cfg.RaftBind) {
+		t.Fatalf("error = %v, want it to name the address", err)
 	}
 }
