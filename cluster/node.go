@@ -59,14 +59,17 @@ type Node struct {
 
 // nodeStats are the node's own counters, reported by Info.
 type nodeStats struct {
-	entries      atomic.Uint64 // log entries proposed
-	ops          atomic.Uint64 // ops in them
-	expired      atomic.Uint64 // keys proposed for active expiry
-	readBarriers atomic.Uint64 // VerifyLeader rounds
-	reads        atomic.Uint64 // linearizable reads served
-	saves        atomic.Uint64 // snapshots taken on request
-	forwarded    atomic.Uint64 // write ops forwarded to the leader
-	peakHeap     atomic.Uint64 // highest heap in use Info has seen
+	entries         atomic.Uint64 // log entries proposed
+	ops             atomic.Uint64 // ops in them
+	expired         atomic.Uint64 // keys proposed for active expiry
+	readBarriers    atomic.Uint64 // VerifyLeader rounds
+	reads           atomic.Uint64 // linearizable reads served
+	saves           atomic.Uint64 // snapshots taken on request
+	forwarded       atomic.Uint64 // write ops forwarded to the leader
+	peakHeap        atomic.Uint64 // highest heap in use Info has seen
+	defragMoved     atomic.Int64  // bytes the defragmenter packed into slabs
+	defragCycles    atomic.Uint64 // its full passes
+	defragSlabBytes atomic.Int64  // bytes held in its slabs
 }
 
 const (
@@ -236,7 +239,8 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(5)
+	n.wg.Add(6)
+	go n.runDefrag()
 	go n.runProposer()
 	go n.runCompleter()
 	go n.runReadBarrier()

@@ -46,6 +46,8 @@ type keyspace struct {
 	vol       *hashtable.Table
 	volCursor atomic.Uint64
 
+	defrag defragState // where blobs live (defrag.go); not replicated state
+
 	now     int64 // the state machine's clock: max of every entry's NowMs
 	lim     setenc.Limits
 	lastDel uint64 // index of the last entry that deleted a key or flushed
@@ -270,6 +272,7 @@ func (ks *keyspace) clear() {
 	ks.keys, ks.vol = hashtable.New(0), hashtable.New(0)
 	ks.chunks, ks.n = nil, 0
 	ks.volCursor.Store(0)
+	ks.defrag = defragState{}
 }
 
 // share records a new snapshot of the chunks and returns its generation.

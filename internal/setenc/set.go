@@ -93,6 +93,17 @@ func (s *Set) Blob() []byte {
 	return s.blob()
 }
 
+// MoveBlob points an intset or listpack set at dst, which must hold exactly
+// the set's Blob bytes; the set no longer refers to its old blob. Its
+// capacity becomes len(dst), so the next growth allocates rather than writing
+// past dst. A defragmenter uses it to pack blobs into dense slabs.
+func (s *Set) MoveBlob(dst []byte) {
+	if s.kind() == Hashtable || len(dst) != int(s.n) {
+		panic("setenc: MoveBlob needs an intset or listpack and a blob of its length")
+	}
+	s.setBlob(s.kind(), dst[:len(dst):len(dst)])
+}
+
 // Len returns the number of members.
 func (s *Set) Len() int {
 	switch s.kind() {

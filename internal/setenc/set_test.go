@@ -587,3 +587,31 @@ func TestLoadAsRedis(t *testing.T) {
 		t.Errorf("FromListpack(200 members, Exact) = %v, %v; want listpack", s.Encoding(), err)
 	}
 }
+
+// A set moved into a shared slab keeps its members, and growing or
+// shrinking it never touches the bytes around it.
+func TestMoveBlobStaysInItsBytes(t *testing.T) {
+	lim := DefaultLimits()
+	for _, first := range [][]byte{[]byte("1"), []byte("m")} {
+		s, _ := sadd(nil, lim, append([][]byte{first}, seq(string(first), 20)...)...)
+		want := sortedStrings(s.Members())
+		slab := bytes.Repeat([]byte{0xAA}, 3*len(s.Blob()))
+		dst := slab[len(s.Blob()) : 2*len(s.Blob())]
+		copy(dst, s.Blob())
+		s.MoveBlob(dst)
+		if got := sortedStrings(s.Members()); !slices.Equal(got, want) {
+			t.Fatalf("%s: members after move = %v, want %v", s.Encoding(), got, want)
+		}
+		s.Remove(first)
+		s.Add([]byte(string(first)+"x"), lim)
+		s.Add(first, lim)
+		for i, b := range slab {
+			if (i < len(dst) || i >= 2*len(dst)) && b != 0xAA {
+				t.Fatalf("%s: byte %d beside the moved blob changed", s.Encoding(), i)
+			}
+		}
+		if !s.Contains(first) || s.Len() != len(want)+1 {
+			t.Fatalf("%s: after changes: len %d", s.Encoding(), s.Len())
+		}
+	}
+}
