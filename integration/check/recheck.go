@@ -29,7 +29,11 @@ type Report struct {
 // Recheck re-reads dir/history.jsonl and runs every checker that applies,
 // writing porcupine's visualisation to dir/recheck-<workload>.html when a
 // history is not linearizable.
-func Recheck(dir string, timeout time.Duration) (Report, error) {
+func Recheck(dir string, timeout time.Duration, opts ...RecheckOption) (Report, error) {
+	var cfg recheckConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	rep := Report{History: filepath.Join(dir, "history.jsonl")}
 	events, err := ReadHistory(rep.History)
 	if err != nil {
@@ -97,6 +101,9 @@ func Recheck(dir string, timeout time.Duration) (Report, error) {
 	}
 	if ttl := ByKeyPrefix(ops, "ttl:"); len(ttl) > 0 {
 		b := Bounds(nemesis)
+		if cfg.bounds != nil {
+			b = *cfg.bounds
+		}
 		rep.Bounds = &b
 		r, err := TTL(ttl, b, filepath.Join(dir, "recheck-ttl.html"), timeout)
 		if err != nil {
@@ -112,6 +119,17 @@ func Recheck(dir string, timeout time.Duration) (Report, error) {
 	}
 	rep.Valid = len(rep.Problems) == 0
 	return rep, nil
+}
+
+// RecheckOption changes what Recheck assumes.
+type RecheckOption func(*recheckConfig)
+
+type recheckConfig struct{ bounds *ClockBounds }
+
+// WithClockBounds checks TTL keys with b instead of the bounds recorded in
+// the history.
+func WithClockBounds(b ClockBounds) RecheckOption {
+	return func(c *recheckConfig) { c.bounds = &b }
 }
 
 // keys lists the distinct keys with prefix, sorted.
