@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,8 @@ type workloadScenario struct {
 	Nodes    int           `json:"nodes"`
 	Duration time.Duration `json:"duration_ns"`
 	Faults   []string      `json:"fault_kinds"`
+	Lin      linWorkload   `json:"lin_workload"`
+	Set      setWorkload   `json:"set_workload"`
 	Queue    queueWorkload `json:"queue_workload"`
 	TTL      ttlWorkload   `json:"ttl_workload"`
 	// ClockOffsets: per node, a test-only --debug-clock-offset.
@@ -49,6 +52,8 @@ type workloadResult struct {
 	Failed         int                `json:"failed"`
 	Indeterminate  int                `json:"indeterminate"`
 	FaultsInjected int                `json:"faults_injected"`
+	Lin            *check.LinResult   `json:"linearizability,omitempty"`
+	Set            *check.SetResult   `json:"set,omitempty"`
 	Queue          *check.QueueResult `json:"queue,omitempty"`
 	TTL            *check.LinResult   `json:"ttl,omitempty"`
 	TTLBounds      check.ClockBounds  `json:"ttl_clock_bounds"`
@@ -105,7 +110,20 @@ func runWorkloads(t *testing.T, sc workloadScenario) workloadResult {
 	ctx, cancel := context.WithTimeout(context.Background(), sc.Duration)
 	defer cancel()
 	ids := &procIDs{}
-	done := make(chan struct{}, 3)
+	done := make(chan struct{}, 5)
+	var adds []op
+	go func() {
+		if sc.Lin.Workers > 0 {
+			sc.Lin.run(ctx, rec, cl, ids, sc.Seed, sc.ClientTO)
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		if sc.Set.Workers > 0 {
+			adds = sc.Set.run(ctx, rec, cl, ids, sc.ClientTO)
+		}
+		done <- struct{}{}
+	}()
 	go func() {
 		if sc.Queue.Producers > 0 {
 			sc.Queue.run(ctx, rec, cl, ids, sc.ClientTO)
@@ -122,7 +140,7 @@ func runWorkloads(t *testing.T, sc workloadScenario) workloadResult {
 		res.FaultsInjected = runNemesis(ctx, cl, rec, sc.Schedule, t.Logf)
 		done <- struct{}{}
 	}()
-	for range 3 {
+	for range 5 {
 		<-done // each goroutine is bounded by ctx and MaxOps
 	}
 
@@ -133,7 +151,13 @@ func runWorkloads(t *testing.T, sc workloadScenario) workloadResult {
 	if err := waitReady(cl, sc.Recovery); err != nil {
 		fail("after heal: %v", err)
 	}
-	var finals [][]int64
+	var finals, setFinals [][]int64
+	if sc.Set.Workers > 0 {
+		if setFinals, err = finalReads(cl, sc.Set.Key, sc.Recovery); err != nil {
+			fail("final read: %v", err)
+		}
+		rec.finalReads(sc.Set.Key, cl.Nodes(), setFinals)
+	}
 	if sc.Queue.Producers > 0 {
 		if finals, err = finalReads(cl, sc.Queue.Key, sc.Recovery); err != nil {
 			fail("final read: %v", err)
@@ -167,6 +191,19 @@ func runWorkloads(t *testing.T, sc workloadScenario) workloadResult {
 		}
 	}
 	res.Valid = len(res.Errors) == 0 && len(res.LogProblems) == 0
+	if sc.Lin.Workers > 0 {
+		lr, err := check.Linearizable(check.ByKeyPrefix(ops, "lin:"), filepath.Join(dir, "linearizability.html"), sc.CheckLimit)
+		if err != nil {
+			fail("linearizability check: %v", err)
+		}
+		res.Lin = &lr
+		res.Valid = res.Valid && lr.Result == string(porcupine.Ok)
+	}
+	if sc.Set.Workers > 0 {
+		sr := check.Set(adds, setFinals)
+		res.Set = &sr
+		res.Valid = res.Valid && sr.OK()
+	}
 	if sc.Queue.Producers > 0 {
 		q := check.Queue(check.ByKeyPrefix(ops, sc.Queue.Key), finals)
 		res.Queue = &q
@@ -213,7 +250,7 @@ func ttlObservations(ops []op) (alive, gone int) {
 	return alive, gone
 }
 
-func assertWorkloadsValid(t *testing.T, res workloadResult) {
+func assertWorkloadsValid(t *testing.T, sc workloadScenario, res workloadResult) {
 	t.Helper()
 	for _, e := range res.Errors {
 		t.Error(e)
@@ -221,13 +258,19 @@ func assertWorkloadsValid(t *testing.T, res workloadResult) {
 	for _, l := range res.LogProblems {
 		t.Errorf("node log: %s", l)
 	}
+	if res.Lin != nil && res.Lin.Result != string(porcupine.Ok) {
+		t.Errorf("linearizability: %s (see %s)", res.Lin.Result, res.Lin.Visualization)
+	}
+	if res.Set != nil && !res.Set.OK() {
+		t.Errorf("set workload: %+v", *res.Set)
+	}
 	if res.Queue != nil && !res.Queue.OK() {
 		t.Errorf("queue workload: %+v", *res.Queue)
 	}
 	if res.TTL != nil && res.TTL.Result != string(porcupine.Ok) {
 		t.Errorf("TTL keys: porcupine %s (see %s)", res.TTL.Result, res.TTL.Visualization)
 	}
-	if res.FaultsInjected == 0 {
+	if len(sc.Faults) > 0 && res.FaultsInjected == 0 {
 		t.Errorf("no fault injected")
 	}
 	if !res.Valid && !t.Failed() {
@@ -256,8 +299,9 @@ func ttlScenario(seed uint64, d time.Duration) workloadScenario {
 // TestJepsenQueue: SPOP as a queue under kill -9 / SIGSTOP: no element
 // popped twice, no acknowledged element lost, nothing invented.
 func TestJepsenQueue(t *testing.T) {
-	res := runWorkloads(t, queueScenario(seedFor(t), duration(t, 60*time.Second)))
-	assertWorkloadsValid(t, res)
+	sc := queueScenario(seedFor(t), duration(t, 60*time.Second))
+	res := runWorkloads(t, sc)
+	assertWorkloadsValid(t, sc, res)
 	if res.Queue.Acknowledged < 100 || res.Queue.Pops < 100 {
 		t.Errorf("too little traffic to mean anything: %d acknowledged adds, %d pops", res.Queue.Acknowledged, res.Queue.Pops)
 	}
@@ -267,8 +311,9 @@ func TestJepsenQueue(t *testing.T) {
 // 250 ms ahead; the TTL model must accept the history, and keys must have
 // been seen both alive and expired.
 func TestJepsenTTL(t *testing.T) {
-	res := runWorkloads(t, ttlScenario(seedFor(t), duration(t, 60*time.Second)))
-	assertWorkloadsValid(t, res)
+	sc := ttlScenario(seedFor(t), duration(t, 60*time.Second))
+	res := runWorkloads(t, sc)
+	assertWorkloadsValid(t, sc, res)
 	if res.TTL.Operations < 100 || res.TTLAlive < 50 || res.TTLGone < 50 {
 		t.Errorf("too little traffic to mean anything: %d ops, %d reads alive, %d gone",
 			res.TTL.Operations, res.TTLAlive, res.TTLGone)
@@ -424,6 +469,15 @@ func runAckScenario(t *testing.T, name string, unsafe bool) setResult {
 		"lost": len(res.Lost)})
 	t.Logf("%s seed %d: %d adds attempted, %d acknowledged (%d after the followers died), %d lost, %d recovered, final size %d",
 		name, seed, res.Attempted, res.Acknowledged, ackedAfter, len(res.Lost), res.Recovered, res.FinalSize)
+	rec.Close()
+	// The saved history alone gives the same verdict.
+	rep, err := check.Recheck(dir, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := rep.Sets[key]; len(again.Lost) != len(res.Lost) || again.Acknowledged != res.Acknowledged || rep.Valid != res.ok() {
+		t.Errorf("recheck of %s: %+v, the run found %+v", dir, rep, res)
+	}
 	return res
 }
 
@@ -467,4 +521,43 @@ func isMaster(addr string) bool {
 	defer c.Close()
 	r, err := c.Do("ROLE")
 	return err == nil && len(r.elems) > 0 && r.elems[0].str == "master"
+}
+
+// TestRecheckSavedHistory: a short run of all four workloads (no faults,
+// n1's clock 250 ms ahead) saves a history from which check.Recheck (the
+// recheck command) alone reaches the verdicts the run reached.
+// integration/testdata/recheck/mixed is one such history.
+func TestRecheckSavedHistory(t *testing.T) {
+	sc := workloadScenario{
+		Name: "recheck-mixed", Seed: seedFor(t), Nodes: 3, Duration: duration(t, 4*time.Second),
+		Lin:   linWorkload{Workers: 3, GroupSize: 3, OpsPerKey: 50, Elems: 8, MaxOps: 100},
+		Set:   setWorkload{Workers: 2, Key: "set:full", MaxOps: 100},
+		Queue: queueWorkload{Producers: 2, Consumers: 2, Key: "queue:jobs", MaxOps: 100},
+		TTL: ttlWorkload{Workers: 3, GroupSize: 3, OpsPerKey: 40, MinTTL: 300 * time.Millisecond,
+			MaxTTL: 1500 * time.Millisecond, Think: 25 * time.Millisecond, MaxOps: 100},
+		ClockOffsets: map[string]time.Duration{"n1": 250 * time.Millisecond},
+		ClientTO:     2 * time.Second, Recovery: 30 * time.Second, CheckLimit: 60 * time.Second,
+	}
+	res := runWorkloads(t, sc)
+	assertWorkloadsValid(t, sc, res)
+	rep, err := check.Recheck(artifactPath(sc.Name, sc.Seed), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Valid || rep.Lin == nil || rep.TTL == nil || len(rep.Sets) != 1 || len(rep.Queues) != 1 {
+		t.Fatalf("recheck: %+v", rep)
+	}
+	if rep.Lin.Operations != res.Lin.Operations || rep.TTL.Operations != res.TTL.Operations ||
+		rep.Sets[sc.Set.Key].Acknowledged != res.Set.Acknowledged || rep.Queues[sc.Queue.Key].Pops != res.Queue.Pops ||
+		*rep.Bounds != res.TTLBounds {
+		t.Fatalf("recheck disagrees with the run:\nrecheck %+v\nrun     %+v", rep, res)
+	}
+}
+
+func artifactPath(name string, seed uint64) string {
+	root := os.Getenv("JEPSEN_OUT")
+	if root == "" {
+		root = "artifacts"
+	}
+	return filepath.Join(root, fmt.Sprintf("%s-%d", name, seed))
 }
