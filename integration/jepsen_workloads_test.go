@@ -59,11 +59,14 @@ type workloadResult struct {
 	TTLBounds      check.ClockBounds  `json:"ttl_clock_bounds"`
 	TTLAlive       int                `json:"ttl_reads_alive"` // GET/TTL/PTTL that found the key
 	TTLGone        int                `json:"ttl_reads_gone"`  // ... that found it gone after a SET with a TTL
-	Digest         string             `json:"digest"`
-	ConvergedIn    string             `json:"converged_in"`
-	LogProblems    []string           `json:"log_problems"`
-	Errors         []string           `json:"errors"`
-	Valid          bool               `json:"valid"`
+	// TTLExactClocks: the TTL verdict had the checker assumed exact clocks
+	// (only with clock offsets): Illegal shows the offset in the history.
+	TTLExactClocks string   `json:"ttl_result_with_exact_clocks,omitempty"`
+	Digest         string   `json:"digest"`
+	ConvergedIn    string   `json:"converged_in"`
+	LogProblems    []string `json:"log_problems"`
+	Errors         []string `json:"errors"`
+	Valid          bool     `json:"valid"`
 }
 
 // debugArgs appends test-only flags to a node's command line (before it
@@ -218,11 +221,18 @@ func runWorkloads(t *testing.T, sc workloadScenario) workloadResult {
 		}
 		res.TTL = &lr
 		res.Valid = res.Valid && lr.Result == string(porcupine.Ok)
+		if len(offsets) > 0 {
+			exact, err := check.TTL(ttlOps, check.BoundsFor(), "", sc.CheckLimit)
+			if err != nil {
+				fail("TTL check with exact clocks: %v", err)
+			}
+			res.TTLExactClocks = exact.Result
+		}
 	}
 	writeJSON(t, filepath.Join(dir, "result.json"), res)
-	t.Logf("%s seed %d: %d ops (%d ok, %d fail, %d info), %d faults; queue %+v; TTL %+v (bounds %+v, %d alive / %d gone reads); digest converged in %s; valid=%v",
+	t.Logf("%s seed %d: %d ops (%d ok, %d fail, %d info), %d faults; queue %+v; TTL %+v (bounds %+v, %d alive / %d gone reads; with exact clocks %q); digest converged in %s; valid=%v",
 		sc.Name, sc.Seed, res.Operations, res.OK, res.Failed, res.Indeterminate, res.FaultsInjected,
-		res.Queue, res.TTL, res.TTLBounds, res.TTLAlive, res.TTLGone, res.ConvergedIn, res.Valid)
+		res.Queue, res.TTL, res.TTLBounds, res.TTLAlive, res.TTLGone, res.TTLExactClocks, res.ConvergedIn, res.Valid)
 	return res
 }
 
