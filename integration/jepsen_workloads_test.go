@@ -298,7 +298,7 @@ func queueScenario(seed uint64, d time.Duration) workloadScenario {
 
 func ttlScenario(seed uint64, d time.Duration) workloadScenario {
 	return workloadScenario{
-		Name: "ttl-clock", Seed: seed, Nodes: 3, Duration: d, Faults: faultsKillPause,
+		Name: "ttl-clock-ahead", Seed: seed, Nodes: 3, Duration: d, Faults: faultsKillPause,
 		TTL: ttlWorkload{Workers: 6, GroupSize: 3, OpsPerKey: 60, MinTTL: 300 * time.Millisecond,
 			MaxTTL: 2500 * time.Millisecond, Think: 25 * time.Millisecond, MaxOps: 100000},
 		ClockOffsets: map[string]time.Duration{"n1": 250 * time.Millisecond},
@@ -318,15 +318,24 @@ func TestJepsenQueue(t *testing.T) {
 }
 
 // TestJepsenTTL: keys with TTLs under kill -9 / SIGSTOP with n1's clock
-// 250 ms ahead; the TTL model must accept the history, and keys must have
-// been seen both alive and expired.
+// 250 ms ahead (clock-ahead) or behind (clock-behind); the TTL model must
+// accept the history, and keys must have been seen both alive and expired.
 func TestJepsenTTL(t *testing.T) {
-	sc := ttlScenario(seedFor(t), duration(t, 60*time.Second))
-	res := runWorkloads(t, sc)
-	assertWorkloadsValid(t, sc, res)
-	if res.TTL.Operations < 100 || res.TTLAlive < 50 || res.TTLGone < 50 {
-		t.Errorf("too little traffic to mean anything: %d ops, %d reads alive, %d gone",
-			res.TTL.Operations, res.TTLAlive, res.TTLGone)
+	for _, c := range []struct {
+		name   string
+		offset time.Duration
+	}{{"clock-ahead", 250 * time.Millisecond}, {"clock-behind", -250 * time.Millisecond}} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := ttlScenario(seedFor(t), duration(t, 60*time.Second))
+			sc.Name = "ttl-" + c.name
+			sc.ClockOffsets = map[string]time.Duration{"n1": c.offset}
+			res := runWorkloads(t, sc)
+			assertWorkloadsValid(t, sc, res)
+			if res.TTL.Operations < 100 || res.TTLAlive < 50 || res.TTLGone < 50 {
+				t.Errorf("too little traffic to mean anything: %d ops, %d reads alive, %d gone",
+					res.TTL.Operations, res.TTLAlive, res.TTLGone)
+			}
+		})
 	}
 }
 
