@@ -35,6 +35,8 @@ type recorder struct {
 	w    *bufio.Writer
 	n    int
 	ops  []op
+	// closed: Close ran (a run closes the history before re-checking it).
+	closed bool
 }
 
 func newRecorder(path string) (*recorder, error) {
@@ -96,10 +98,18 @@ func (r *recorder) finalReads(key string, nodes []string, finals [][]int64) {
 	}
 }
 
+// Close flushes and closes the history; later calls do nothing.
 func (r *recorder) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.w.Flush()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if err := r.w.Flush(); err != nil {
+		r.f.Close()
+		return err
+	}
 	return r.f.Close()
 }
 

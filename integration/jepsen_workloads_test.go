@@ -76,9 +76,10 @@ func debugArgs(cl *procCluster, node string, args ...string) {
 	n.args = append(n.args, append([]string{"--enable-debug-flags", "yes"}, args...)...)
 }
 
-// runWorkloads starts a cluster, runs the queue and/or TTL workloads with
-// the nemesis for sc.Duration, heals, checks, writes artifacts and returns
-// the result.
+// runWorkloads starts a cluster, runs the workloads sc configures (any of
+// per-key sets, Jepsen set, queue, TTL) with the nemesis for sc.Duration,
+// heals, checks, writes artifacts and returns the result. It is
+// runScenario's twin for the new workloads, until the matrix folds them in.
 func runWorkloads(t *testing.T, sc workloadScenario) workloadResult {
 	t.Helper()
 	dir := artifactDir(t, sc.Name, sc.Seed)
@@ -319,7 +320,9 @@ func TestJepsenQueue(t *testing.T) {
 
 // TestJepsenTTL: keys with TTLs under kill -9 / SIGSTOP with n1's clock
 // 250 ms ahead (clock-ahead) or behind (clock-behind); the TTL model must
-// accept the history, and keys must have been seen both alive and expired.
+// accept the history with the offset's uncertainty, reject it without
+// (the offset took effect and the checker can fail), and keys must have
+// been seen both alive and expired.
 func TestJepsenTTL(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -331,9 +334,14 @@ func TestJepsenTTL(t *testing.T) {
 			sc.ClockOffsets = map[string]time.Duration{"n1": c.offset}
 			res := runWorkloads(t, sc)
 			assertWorkloadsValid(t, sc, res)
-			if res.TTL.Operations < 100 || res.TTLAlive < 50 || res.TTLGone < 50 {
+			if res.TTL.Operations < 100 || res.TTLAlive < 50 || res.TTLGone < 20 {
 				t.Errorf("too little traffic to mean anything: %d ops, %d reads alive, %d gone",
 					res.TTL.Operations, res.TTLAlive, res.TTLGone)
+			}
+			// The checker can fail on this very history: told that every
+			// clock is exact, it must find n1's offset.
+			if res.TTLExactClocks != string(porcupine.Illegal) {
+				t.Errorf("assuming exact clocks, the TTL checker says %q: the offset did not show", res.TTLExactClocks)
 			}
 		})
 	}
