@@ -103,6 +103,17 @@ type Config struct {
 	// raft.InmemTransports with it). Raft closes it on shutdown.
 	Transport raft.Transport
 
+	// Test-only switches for the Jepsen suite (cmd/raftset refuses them
+	// unless enable-debug-flags is set as well).
+	//
+	// ClockOffset shifts this node's clock (clock.go) by a fixed amount.
+	ClockOffset time.Duration
+	// AckBeforeCommit makes the leader answer writes as soon as it hands
+	// their entry to Raft, before a quorum stored it (ackearly.go). UNSAFE:
+	// it loses acknowledged writes on failover; it exists to prove that the
+	// suite's checkers notice.
+	AckBeforeCommit bool
+
 	// wrapLogStore wraps the log store (tests: simulated disk latency).
 	wrapLogStore func(raft.LogStore) raft.LogStore
 }

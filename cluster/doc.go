@@ -57,4 +57,11 @@
 // (leaving the files alone) if it is damaged, instead of letting Raft fall
 // back to an older snapshot whose following log entries may be compacted;
 // Raft then replays the log after it.
+//
+// # Test-only switches (clock.go, ackearly.go)
+//
+// Config.ClockOffset shifts the node's clock (n.now: entry time, read
+// expiry, active expiry); Config.AckBeforeCommit makes the leader answer
+// writes before they commit. Both exist for the Jepsen suite; cmd/raftset
+// refuses them without enable-debug-flags.
 package cluster

@@ -387,7 +387,7 @@ func (w *writer) propose(q []*writeReq) bool {
 		}
 		return false
 	}
-	now := time.Now().UnixMilli()
+	now := n.now().UnixMilli()
 	w.startEntry(now)
 	maxOp := n.cfg.MaxEntryBytes - entryOverhead
 	maxSingle := max(n.cfg.MaxOpBytes, n.cfg.MaxEntryBytes) - entryOverhead
@@ -504,7 +504,8 @@ func (w *writer) flush() bool {
 	ent := command.Entry{Type: command.TypeBatch, NowMs: e.now, Ops: e.ops}
 	data := ent.Encode(make([]byte, 0, e.size+entryOverhead))
 	nops := len(e.ops)
-	clear(e.ops) // drop references to the callers' arguments
+	early := n.ackEarly(e.ops) // nil unless the test-only AckBeforeCommit is set
+	clear(e.ops)               // drop references to the callers' arguments
 	for _, r := range e.held {
 		w.release(r)
 	}
@@ -512,7 +513,7 @@ func (w *writer) flush() bool {
 	n.st.entries.Add(1)
 	n.st.ops.Add(uint64(nops))
 	w.storesBefore = n.stores.count.Load()
-	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	fut := early.wrap(n.raft.Apply(data, n.cfg.ApplyTimeout))
 	fl := &flight{fut: fut, parts: e.parts, nops: nops, done: make(chan struct{})}
 	w.last, w.handedAt = fl, time.Now()
 	w.flights <- fl

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"raftset/integration/check"
 )
 
 // reply is one parsed RESP2 reply.
@@ -155,12 +157,12 @@ func readFull(r *bufio.Reader, buf []byte) (int, error) {
 
 // outcome classifies a reply to a write: ok, fail (certainly not done) or
 // info (indeterminate).
-type outcome string
+type outcome = check.Outcome
 
 const (
-	outOK   outcome = "ok"
-	outFail outcome = "fail"
-	outInfo outcome = "info"
+	outOK   = check.OK
+	outFail = check.Fail
+	outInfo = check.Info
 )
 
 // classify: -TRYAGAIN is a definite failure; -CLUSTERDOWN, any other error

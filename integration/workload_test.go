@@ -65,13 +65,40 @@ func (w *worker) connect(ctx context.Context) bool {
 
 // do runs one recorded operation. f is sadd, srem, sismember or smembers.
 func (w *worker) do(f, key string, elem int64) op {
-	node := w.nodeID()
-	o := op{Proc: w.proc, F: f, Key: key, Elem: elem, Node: node}
 	args := []string{f, key}
 	if f != "smembers" {
 		args = append(args, strconv.FormatInt(elem, 10))
 	}
-	o.Call = w.rec.invoke(w.proc, f, key, elem, node)
+	return w.exec(op{F: f, Key: key, Elem: elem}, args, parseSetReply)
+}
+
+// parseSetReply reads an integer or a list of integer members.
+func parseSetReply(o *op, r reply) error {
+	switch r.kind {
+	case ':':
+		o.N = r.n
+	case '*':
+		for _, e := range r.elems {
+			v, err := strconv.ParseInt(e.str, 10, 64)
+			if err != nil {
+				return fmt.Errorf("unparsable member %q", e.str)
+			}
+			o.Members = append(o.Members, v)
+		}
+	default:
+		return fmt.Errorf("unexpected reply %q", r.str)
+	}
+	return nil
+}
+
+// exec runs one recorded operation: o (its arguments set) as args on the
+// worker's connection; parse fills o's result from a reply that is not an
+// error (a parse error makes the outcome indeterminate). After a non-ok
+// outcome the worker reconnects, to the next node unless pinned, and
+// after an indeterminate one it takes a new process id.
+func (w *worker) exec(o op, args []string, parse func(*op, reply) error) op {
+	o.Proc, o.Node = w.proc, w.nodeID()
+	o.Call = w.rec.invokeOp(o)
 	r, err := w.c.Do(args...)
 	o.Ret = w.rec.now()
 	o.Outcome = classify(r, err)
@@ -80,18 +107,10 @@ func (w *worker) do(f, key string, elem int64) op {
 		o.Err = err.Error()
 	case r.isErr():
 		o.Err = r.str
-	case r.kind == ':':
-		o.N = r.n
-	case r.kind == '*':
-		for _, e := range r.elems {
-			v, perr := strconv.ParseInt(e.str, 10, 64)
-			if perr != nil {
-				o.Outcome, o.Err = outInfo, "unparsable member "+strconv.Quote(e.str)
-			}
-			o.Members = append(o.Members, v)
-		}
 	default:
-		o.Outcome, o.Err = outInfo, fmt.Sprintf("unexpected reply %q", r.str)
+		if perr := parse(&o, r); perr != nil {
+			o.Outcome, o.Err = outInfo, perr.Error()
+		}
 	}
 	w.rec.complete(o)
 	if o.Outcome != outOK {

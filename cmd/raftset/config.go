@@ -37,10 +37,11 @@ type Config struct {
 	Import             string // --import FILE: start a new node from a Redis dump.rdb
 	PprofAddr          string // serve net/http/pprof here; empty: off
 	// Cluster.
-	Peers             string // "id1=host1:raftport,id2=...": static bootstrap, the same on every node
-	AdvertiseAddr     string // client address other nodes and clients use; default bind:port
-	RaftAdvertiseAddr string // Raft address peers dial; default raft-addr
-	Join              string // client address of a member to join through (new nodes)
+	Peers             string     // "id1=host1:raftport,id2=...": static bootstrap, the same on every node
+	AdvertiseAddr     string     // client address other nodes and clients use; default bind:port
+	RaftAdvertiseAddr string     // Raft address peers dial; default raft-addr
+	Join              string     // client address of a member to join through (new nodes)
+	Debug             DebugFlags // test-only switches (debugflags.go)
 }
 
 // ParsePeers parses the peers directive: "id=host:port" items separated by
@@ -122,7 +123,7 @@ func oneOf(name string, field func(*Config) *string, allowed ...string) directiv
 
 // directives lists every setting; it drives both parsers and CONFIG GET.
 func directives() []directive {
-	return []directive{
+	return append([]directive{
 		stringDirective("bind", func(c *Config) *string { return &c.Bind }),
 		intDirective("port", func(c *Config) *int { return &c.Port }, 0),
 		stringDirective("node-id", func(c *Config) *string { return &c.NodeID }),
@@ -178,7 +179,7 @@ func directives() []directive {
 		addrDirective("advertise-addr", func(c *Config) *string { return &c.AdvertiseAddr }),
 		addrDirective("raft-advertise-addr", func(c *Config) *string { return &c.RaftAdvertiseAddr }),
 		addrDirective("join", func(c *Config) *string { return &c.Join }),
-	}
+	}, debugDirectives()...)
 }
 
 func parseDuration(v string) (time.Duration, error) {
@@ -234,6 +235,9 @@ func LoadConfig(args []string) (*Config, error) {
 			return nil, err
 		}
 		i++
+	}
+	if err := c.Debug.check(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -122,6 +122,10 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.SnapshotInterval = cfg.SnapshotInterval
 	cc.TrailingLogs = cfg.TrailingLogs
 	cc.Logger = logger
+	cc.ClockOffset, cc.AckBeforeCommit = cfg.Debug.ClockOffset, cfg.Debug.AckBeforeCommit
+	if d := cfg.Debug.active(); d != nil {
+		logger.Warn("TEST-ONLY debug flags are on: this node is wrong on purpose", d...)
+	}
 	rn, err := cluster.New(cc, f)
 	if err != nil {
 		return nil, fmt.Errorf("start raft: %w", err)

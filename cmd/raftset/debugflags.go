@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Test-only directives, for the Jepsen suite (integration/). Each one makes a
+// node wrong on purpose, so a node refuses them unless enable-debug-flags is
+// set as well: a production config cannot set one by accident.
+//
+//	enable-debug-flags yes
+//	debug-clock-offset 250ms     shift this node's clock (TTL workload)
+//	debug-ack-before-commit yes  answer writes before they commit (loses writes)
+
+// DebugFlags are the test-only settings.
+type DebugFlags struct {
+	Enabled         bool
+	ClockOffset     time.Duration
+	AckBeforeCommit bool
+}
+
+func boolDirective(name string, field func(*Config) *bool) directive {
+	return directive{name,
+		func(c *Config, v string) error {
+			switch strings.ToLower(v) {
+			case "yes":
+				*field(c) = true
+			case "no":
+				*field(c) = false
+			default:
+				return errors.New("must be yes or no")
+			}
+			return nil
+		},
+		func(c *Config) string {
+			if *field(c) {
+				return "yes"
+			}
+			return "no"
+		}}
+}
+
+func debugDirectives() []directive {
+	return []directive{
+		boolDirective("enable-debug-flags", func(c *Config) *bool { return &c.Debug.Enabled }),
+		{"debug-clock-offset",
+			func(c *Config, v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return errors.New("must be a duration such as 250ms or -1s")
+				}
+				c.Debug.ClockOffset = d
+				return nil
+			},
+			func(c *Config) string { return c.Debug.ClockOffset.String() }},
+		boolDirective("debug-ack-before-commit", func(c *Config) *bool { return &c.Debug.AckBeforeCommit }),
+	}
+}
+
+// check refuses a test-only setting without enable-debug-flags.
+func (d DebugFlags) check() error {
+	if d.Enabled {
+		return nil
+	}
+	var set []string
+	if d.ClockOffset != 0 {
+		set = append(set, "debug-clock-offset "+d.ClockOffset.String())
+	}
+	if d.AckBeforeCommit {
+		set = append(set, "debug-ack-before-commit yes")
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: test-only, breaks the node on purpose; refused unless enable-debug-flags is yes",
+		strings.Join(set, ", "))
+}
+
+// active lists the test-only settings in force, for a warning at start.
+func (d DebugFlags) active() []any {
+	if !d.Enabled {
+		return nil
+	}
+	return []any{"debug-clock-offset", d.ClockOffset.String(),
+		"debug-ack-before-commit", strconv.FormatBool(d.AckBeforeCommit)}
+}

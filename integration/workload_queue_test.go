@@ -1,0 +1,77 @@
+//go:build jepsen
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// queueWorkload: SPOP as a queue (workload d). Producers SADD unique
+// integers to Key, consumers SPOP from it; after healing, a final SMEMBERS
+// on every node (check.Queue).
+type queueWorkload struct {
+	Producers int
+	Consumers int
+	Key       string
+	MaxOps    int // per worker, a hard bound
+}
+
+func parseSpop(o *op, r reply) error {
+	switch {
+	case r.kind == '$' && r.null:
+		o.Nil = true
+	case r.kind == '$':
+		v, err := strconv.ParseInt(r.str, 10, 64)
+		if err != nil {
+			return fmt.Errorf("unparsable member %q", r.str)
+		}
+		o.Elem = v
+	default:
+		return fmt.Errorf("unexpected reply %q", r.str)
+	}
+	return nil
+}
+
+// run drives producers and consumers until ctx ends or MaxOps; consumers
+// that find the queue empty pace themselves (an empty SPOP is cheap, and a
+// tight loop of them would starve the producers on two cores).
+func (qw queueWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, timeout time.Duration) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for i := range qw.Producers + qw.Consumers {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			w := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: i, timeout: timeout}
+			defer func() {
+				if w.c != nil {
+					w.c.Close()
+				}
+			}()
+			producer := i < qw.Producers
+			for n, tries := 0, 0; n < qw.MaxOps && tries < 10*qw.MaxOps && ctx.Err() == nil; tries++ {
+				if !w.connect(ctx) {
+					continue
+				}
+				n++
+				if producer {
+					w.do("sadd", qw.Key, next.Add(1))
+					continue
+				}
+				o := w.exec(op{F: "spop", Key: qw.Key}, []string{"SPOP", qw.Key}, parseSpop)
+				if o.Outcome == outOK && o.Nil {
+					select {
+					case <-ctx.Done():
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+}

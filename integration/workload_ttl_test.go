@@ -1,0 +1,121 @@
+//go:build jepsen
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// ttlWorkload: string keys with TTLs (workload c), checked by check.TTL
+// against a model that allows the clocks' uncertainty. Workers come in
+// groups of GroupSize sharing a key and move to a fresh key every
+// OpsPerKey operations (small porcupine partitions). Each worker waits a
+// random Think between operations, so that keys live through several
+// operations and expire while they are watched.
+type ttlWorkload struct {
+	Workers   int
+	GroupSize int
+	OpsPerKey int
+	// TTLs of SET PX / SET EX / EXPIRE are drawn from [MinTTL, MaxTTL].
+	MinTTL, MaxTTL time.Duration
+	Think          time.Duration // mean pause between a worker's operations
+	MaxOps         int           // per worker, a hard bound
+}
+
+func parseOK(o *op, r reply) error {
+	if r.kind != '+' || r.str != "OK" {
+		return fmt.Errorf("unexpected reply %q", r.str)
+	}
+	return nil
+}
+
+func parseInt(o *op, r reply) error {
+	if r.kind != ':' {
+		return fmt.Errorf("unexpected reply %q", r.str)
+	}
+	o.N = r.n
+	return nil
+}
+
+func parseGet(o *op, r reply) error {
+	switch {
+	case r.kind == '$' && r.null:
+		o.Nil = true
+	case r.kind == '$':
+		o.Value = r.str
+	default:
+		return fmt.Errorf("unexpected reply %q", r.str)
+	}
+	return nil
+}
+
+// step issues one random TTL operation on key; after an indeterminate
+// write the next one is a read.
+func (tw ttlWorkload) step(w *worker, key, value string, readNext bool) op {
+	ttl := tw.MinTTL + time.Duration(w.rnd.Int64N(int64(tw.MaxTTL-tw.MinTTL)+1))
+	ms := ttl.Milliseconds()
+	secs := max(1, (ms+500)/1000) // EX and EXPIRE take seconds
+	p := w.rnd.IntN(100)
+	if readNext {
+		p = 60 + p*40/100
+	}
+	switch {
+	case p < 20:
+		return w.exec(op{F: "set", Key: key, Value: value, TTLms: ms},
+			[]string{"SET", key, value, "PX", strconv.FormatInt(ms, 10)}, parseOK)
+	case p < 30:
+		return w.exec(op{F: "set", Key: key, Value: value, TTLms: secs * 1000},
+			[]string{"SET", key, value, "EX", strconv.FormatInt(secs, 10)}, parseOK)
+	case p < 35:
+		return w.exec(op{F: "set", Key: key, Value: value}, []string{"SET", key, value}, parseOK)
+	case p < 50:
+		return w.exec(op{F: "expire", Key: key, TTLms: secs * 1000},
+			[]string{"EXPIRE", key, strconv.FormatInt(secs, 10)}, parseInt)
+	case p < 80:
+		return w.exec(op{F: "get", Key: key}, []string{"GET", key}, parseGet)
+	case p < 90:
+		return w.exec(op{F: "ttl", Key: key}, []string{"TTL", key}, parseInt)
+	default:
+		return w.exec(op{F: "pttl", Key: key}, []string{"PTTL", key}, parseInt)
+	}
+}
+
+func (tw ttlWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, seed uint64, timeout time.Duration) {
+	var wg sync.WaitGroup
+	for i := range tw.Workers {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			w := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: i, timeout: timeout,
+				rnd: rand.New(rand.NewPCG(seed, uint64(2000+i)))}
+			defer func() {
+				if w.c != nil {
+					w.c.Close()
+				}
+			}()
+			group := i / tw.GroupSize
+			readNext := false
+			for n, tries := 0, 0; n < tw.MaxOps && tries < 10*tw.MaxOps && ctx.Err() == nil; tries++ {
+				think := time.Duration(w.rnd.Int64N(2*int64(tw.Think) + 1))
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(think):
+				}
+				if !w.connect(ctx) {
+					continue
+				}
+				key := fmt.Sprintf("ttl:%d:%d", group, n/tw.OpsPerKey)
+				o := tw.step(w, key, fmt.Sprintf("w%d-%d", i, n), readNext)
+				readNext = o.Outcome == outInfo && (o.F == "set" || o.F == "expire")
+				n++
+			}
+		}(i)
+	}
+	wg.Wait()
+}
