@@ -66,7 +66,9 @@ type nodeStats struct {
 	reads        atomic.Uint64 // linearizable reads served
 	saves        atomic.Uint64 // snapshots taken on request
 	forwarded    atomic.Uint64 // write ops forwarded to the leader
-	peakHeap     atomic.Uint64 // highest heap in use Info has seen
+	// promotionsRefused counts raftset.promote refused for lag (leader).
+	promotionsRefused atomic.Uint64
+	peakHeap          atomic.Uint64 // highest heap in use Info has seen
 }
 
 const (

@@ -108,6 +108,8 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.RaftAdvertise = cfg.RaftAdvertiseAddr
 	cc.ClientAddr = clientAddr(cfg, ln.Addr())
 	cc.Password = cfg.RequirePass
+	cc.ClusterSecret = cfg.ClusterSecret
+	cc.PromoteLag = cfg.PromoteLag
 	cc.DataDir = cfg.Dir
 	// A joining node never bootstraps: it is added by the cluster.
 	cc.Bootstrap = cfg.Join == ""
@@ -135,6 +137,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	srv := resp.NewServer(resp.Config{
 		Addr:        addr,
 		RequirePass: cfg.RequirePass,
+		NodeSecret:  cluster.NodeSecret(cfg.ClusterSecret, cfg.RequirePass),
 		Logger:      logger.Named("resp"),
 		Version:     version,
 	}, store{rn})
@@ -189,7 +192,7 @@ func (n *node) close() error {
 // can change at run time also to CONFIG SET.
 func (n *node) registerConfig() {
 	for _, name := range []string{"dir", "node-id", "raft-addr", "log-format", "import",
-		"peers", "join", "advertise-addr", "raft-advertise-addr"} {
+		"peers", "join", "advertise-addr", "raft-advertise-addr", "promote-lag"} {
 		name := name
 		n.server.RegisterConfig(name, func() string { v, _ := n.cfg.Get(name); return v }, nil)
 	}
