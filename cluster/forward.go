@@ -20,22 +20,25 @@ import (
 // and membership commands to the leader's client address, over RESP, on a
 // small pool of connections, with internal commands:
 //
-//	raftset.forward <entry>   the ops of one Write, encoded as a
+//	raftset.forward <entry> [withindex]
+//	                          the ops of one Write, encoded as a
 //	                          command.Entry (MULTI/EXEC stays one op);
-//	                          the reply is an array of one reply per op
+//	                          the reply is an array of one reply per op,
+//	                          then (withindex) the leader's applied index
 //	raftset.readindex         the leader confirms its leadership (the
 //	                          batched barrier of read.go) and answers the
 //	                          index to wait for
 //	raftset.node id addr      publish a node's client address
-//	raftset.promote id        a caught-up non-voter asks to become a voter
+//	raftset.promote id index  a non-voter asks to become a voter, saying
+//	                          how far it applied (membership.go)
 //	raftset.onleader cmd...   a leader-only command (RAFT.JOIN, RAFT.REMOVE,
 //	                          RAFT.TRANSFER, the two above) relayed by a
 //	                          follower; never relayed again
+//	raftset.applied           this node's applied index (WAIT, wait.go)
 //
-// They are kept out of COMMAND's output. They are ordinary commands of the
-// RESP port: when requirepass is set, a peer must authenticate like any
-// client (Config.Password); without it, anyone who can reach the port can
-// send them, as anyone can send writes.
+// They are kept out of COMMAND's output, and a connection may send them
+// only after RAFTSET.AUTH with the node secret (auth.go); every connection
+// of the pool sends it, after AUTH when requirepass is set.
 
 const (
 	cmdForward   = "raftset.forward"

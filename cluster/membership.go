@@ -329,6 +329,12 @@ func (n *Node) sentinel(args [][]byte) []byte {
 	}
 	sub := strings.ToLower(string(args[1]))
 	switch sub {
+	case "get-master-addr-by-name", "master", "replicas", "slaves", "sentinels":
+		if len(args) > 2 {
+			n.rememberMasterName(string(args[2])) // for +switch-master (switch.go)
+		}
+	}
+	switch sub {
 	case "get-master-addr-by-name":
 		if len(args) != 3 {
 			return command.Error(command.ErrArity("sentinel|" + sub))

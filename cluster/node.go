@@ -46,8 +46,9 @@ type Node struct {
 	// joined is set once RAFT.JOIN through Config.Join succeeded.
 	joined atomic.Bool
 
-	w  writer // write path (propose.go)
-	rd reader // read path (read.go)
+	w  writer        // write path (propose.go)
+	rd reader        // read path (read.go)
+	sw switchNotices // +switch-master (switch.go)
 	st nodeStats
 
 	activeExpire atomic.Bool
@@ -235,12 +236,13 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(5)
+	n.wg.Add(6)
 	go n.runProposer()
 	go n.runCompleter()
 	go n.runReadBarrier()
 	go n.runExpiry()
 	go n.runMembership()
+	go n.runSwitchNotices()
 	return n, nil
 }
 
