@@ -119,6 +119,8 @@ func (pc *peerConn) handshake(ctx context.Context, auth [][][]byte) error {
 		deadline = d
 	}
 	_ = pc.c.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(time.Now()) })
+	defer stop()
 	for _, args := range auth {
 		reply, err := pc.roundTrip(args)
 		if err == nil && command.IsError(reply) {

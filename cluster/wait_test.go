@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +53,47 @@ func (c *servedCluster) reconnectMember(m *member) {
 	}
 }
 
+// silentListener accepts connections on addr and never answers, until the
+// test ends.
+type silentListener struct {
+	accepted atomic.Int32
+}
+
+func listenSilently(t *testing.T, addr string) *silentListener {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s: %v", addr, err)
+	}
+	s := &silentListener{}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.accepted.Add(1)
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return s
+}
+
 // WAIT counts the members that applied the connection's last write: one
 // that is reachable but cut off from Raft is not counted until it catches
 // up, and one that is stopped is not counted at all.
@@ -82,6 +126,19 @@ func TestWaitCountsMembersThatApplied(t *testing.T) {
 
 	other.stop()
 	mustDo(t, cl, ":1\r\n", "WAIT", "2", "200")
+	// A member that accepts connections but never answers (a paused
+	// process) is not counted, and does not hold up a WAIT the others
+	// satisfy beyond firstRoundWait.
+	silent := listenSilently(t, other.cfg.ClientAddr)
+	start = time.Now()
+	mustDo(t, cl, ":1\r\n", "WAIT", "1", "0")
+	if el := time.Since(start); el >= appliedQueryTimeout {
+		t.Errorf("WAIT 1 0 with a silent member took %s", el)
+	}
+	mustDo(t, cl, ":1\r\n", "WAIT", "2", "300")
+	if silent.accepted.Load() == 0 {
+		t.Errorf("WAIT never asked the silent member")
+	}
 	mustDo(t, cl, "-ERR timeout is negative\r\n", "WAIT", "1", "-1")
 	mustDo(t, cl, "-ERR timeout is not an integer or out of range\r\n", "WAIT", "1", "x")
 	mustDo(t, cl, "-ERR value is not an integer or out of range\r\n", "WAIT", "x", "0")
