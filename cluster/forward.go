@@ -64,13 +64,18 @@ type peerConn struct {
 	bw   *bufio.Writer
 }
 
-// pool holds idle connections to other nodes, by client address: the
-// leader's for forwarding, any member's for WAIT's applied-index queries.
+// pool holds idle connections to other nodes, by client address. The
+// forwarding pool (leaderOnly) keeps only the current leader's: when the
+// leader moves, connections to the old one are closed rather than kept
+// for a later return, when they may be dead (a forwarded write that fails
+// on a dead connection has an unknown outcome). WAIT's pool keeps every
+// member's.
 type pool struct {
-	mu     sync.Mutex
-	idle   map[string][]*peerConn
-	busy   map[*peerConn]struct{}
-	closed bool
+	leaderOnly bool
+	mu         sync.Mutex
+	idle       map[string][]*peerConn
+	busy       map[*peerConn]struct{}
+	closed     bool
 }
 
 func (p *pool) get(ctx context.Context, addr string, auth [][][]byte) (*peerConn, error) {
@@ -78,6 +83,16 @@ func (p *pool) get(ctx context.Context, addr string, auth [][][]byte) (*peerConn
 	if p.closed {
 		p.mu.Unlock()
 		return nil, errors.New("node closed")
+	}
+	if p.leaderOnly {
+		for other, list := range p.idle {
+			if other != addr {
+				for _, pc := range list {
+					_ = pc.c.Close() // the leader moved
+				}
+				delete(p.idle, other)
+			}
+		}
 	}
 	if list := p.idle[addr]; len(list) > 0 {
 		pc := list[len(list)-1]
@@ -102,6 +117,9 @@ func (p *pool) get(ctx context.Context, addr string, auth [][][]byte) (*peerConn
 		p.mu.Unlock()
 		_ = c.Close()
 		return nil, errors.New("node closed")
+	}
+	if p.busy == nil {
+		p.busy = map[*peerConn]struct{}{}
 	}
 	p.busy[pc] = struct{}{}
 	p.mu.Unlock()
@@ -255,18 +273,18 @@ func (n *Node) relay(ctx context.Context, args [][]byte) ([]byte, error) {
 	if addr == "" || lid == n.cfg.NodeID {
 		return nil, fmt.Errorf("%w: leader client address unknown", errNotSent)
 	}
-	reply, err := n.ask(ctx, addr, args, n.cfg.ApplyTimeout+n.cfg.BarrierTimeout)
+	reply, err := n.ask(ctx, &n.pool, addr, args, n.cfg.ApplyTimeout+n.cfg.BarrierTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("relay to leader %s: %w", lid, err)
 	}
 	return reply, nil
 }
 
-// ask sends args to the node at client address addr over the pool and
-// returns its raw reply, waiting at most timeout (or until ctx ends). An
-// error wrapping errNotSent means the node never saw the command.
-func (n *Node) ask(ctx context.Context, addr string, args [][]byte, timeout time.Duration) ([]byte, error) {
-	pc, err := n.pool.get(ctx, addr, n.peerAuth())
+// ask sends args to the node at client address addr over p and returns
+// its raw reply, waiting at most timeout (or until ctx ends). An error
+// wrapping errNotSent means the node never saw the command.
+func (n *Node) ask(ctx context.Context, p *pool, addr string, args [][]byte, timeout time.Duration) ([]byte, error) {
+	pc, err := p.get(ctx, addr, n.peerAuth())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errNotSent, err)
 	}
@@ -279,7 +297,7 @@ func (n *Node) ask(ctx context.Context, addr string, args [][]byte, timeout time
 	reply, err := pc.roundTrip(args)
 	stopped := stop()
 	_ = pc.c.SetDeadline(time.Time{})
-	n.pool.put(pc, err == nil && stopped)
+	p.put(pc, err == nil && stopped)
 	if err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", args[0], addr, err)
 	}

@@ -40,9 +40,11 @@ type Node struct {
 	wg      sync.WaitGroup
 	closing sync.Once
 
-	meta  *metaFSM // the state machine as Raft sees it (meta.go)
-	pool  pool     // connections to the leader (forward.go)
-	trans raft.Transport
+	meta *metaFSM // the state machine as Raft sees it (meta.go)
+	pool pool     // connections to the leader (forward.go)
+	// queries holds connections to every member, for WAIT (wait.go).
+	queries pool
+	trans   raft.Transport
 	// joined is set once RAFT.JOIN through Config.Join succeeded.
 	joined atomic.Bool
 
@@ -101,7 +103,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.meta = newMetaFSM(f)
-	n.pool.busy = map[*peerConn]struct{}{}
+	n.pool.leaderOnly = true
 	n.activeExpire.Store(true)
 	n.lastSave.Store(n.started.Unix())
 
@@ -337,6 +339,7 @@ func (n *Node) Close() error {
 		close(n.stopCh)
 		n.cancel()
 		n.pool.close()
+		n.queries.close()
 		err = n.raft.Shutdown().Error()
 		close(n.stopped)
 		done := make(chan struct{})

@@ -184,7 +184,7 @@ func (n *Node) pollApplied(ctx context.Context, id, addr string, index uint64, a
 
 // askApplied asks one node for its applied index.
 func (n *Node) askApplied(ctx context.Context, addr string) (uint64, error) {
-	reply, err := n.ask(ctx, addr, [][]byte{[]byte(cmdApplied)}, appliedQueryTimeout)
+	reply, err := n.ask(ctx, &n.queries, addr, [][]byte{[]byte(cmdApplied)}, appliedQueryTimeout)
 	if err != nil {
 		return 0, err
 	}
