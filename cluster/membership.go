@@ -20,8 +20,9 @@ import (
 // the id, not the address); the non-voter asks for promotion every
 // membershipTick (raftset.promote id applied-index), and the leader makes it
 // a voter only once that index is within Config.PromoteLag entries of its
-// own: a voter far behind would slow every commit it is needed for. RAFT.REMOVE, RAFT.TRANSFER run on
-// the leader (a follower relays them); RAFT.INFO and RAFT.SNAPSHOT are local.
+// own: a voter far behind would hold up every commit it is needed for.
+// RAFT.REMOVE, RAFT.TRANSFER run on the leader (a follower relays them);
+// RAFT.INFO and RAFT.SNAPSHOT are local.
 
 const membershipTick = 200 * time.Millisecond
 
