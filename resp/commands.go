@@ -310,12 +310,13 @@ func (c *client) cmdSetinfo(dst []byte, args [][]byte) []byte {
 func (c *client) cmdClientList(dst []byte, args [][]byte) []byte {
 	var ids []int64
 	none := false
+	typ := "" // "normal" or "pubsub": subscribed connections are pubsub
 	switch {
 	case len(args) == 2:
 	case len(args) == 4 && bytes.EqualFold(args[2], []byte("type")):
-		switch strings.ToLower(string(args[3])) {
-		case "normal":
-		case "master", "replica", "slave", "pubsub":
+		switch typ = strings.ToLower(string(args[3])); typ {
+		case "normal", "pubsub":
+		case "master", "replica", "slave":
 			none = true
 		default:
 			return command.AppendError(dst, "ERR Unknown client type '"+string(args[3])+"'")
@@ -335,6 +336,9 @@ func (c *client) cmdClientList(dst []byte, args [][]byte) []byte {
 	if !none {
 		for _, cl := range c.s.clientList() {
 			if ids != nil && !slices.Contains(ids, cl.id) {
+				continue
+			}
+			if pubsub := cl.nsubs.Load()+cl.npsubs.Load() > 0; (typ == "pubsub" && !pubsub) || (typ == "normal" && pubsub) {
 				continue
 			}
 			out = append(cl.infoLine(out), '\n')

@@ -61,6 +61,12 @@ func TestPubSubReplyShapes(t *testing.T) {
 	if list := pub.do("CLIENT", "LIST"); !strings.Contains(list, "flags=P db=0 sub=2 psub=1 ") {
 		t.Errorf("CLIENT LIST lacks the subscriber's counts:\n%s", list)
 	}
+	if list := pub.do("CLIENT", "LIST", "TYPE", "pubsub"); strings.Count(list, "id=") != 1 || !strings.Contains(list, "sub=2 ") {
+		t.Errorf("CLIENT LIST TYPE pubsub = %q, want the subscriber alone", list)
+	}
+	if list := pub.do("CLIENT", "LIST", "TYPE", "normal"); strings.Count(list, "id=") != 1 || !strings.Contains(list, "sub=0 ") {
+		t.Errorf("CLIENT LIST TYPE normal = %q, want the publisher alone", list)
+	}
 	if got := sub.do("UNSUBSCRIBE", "a"); got != pubsubReply("unsubscribe", "a", 2) {
 		t.Errorf("UNSUBSCRIBE a = %q", got)
 	}
