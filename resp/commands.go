@@ -141,7 +141,9 @@ func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
 		return command.AppendInt(dst, int64(s.Publish(string(args[1]), args[2])))
 	case "wait":
 		if s.wt != nil {
-			return append(dst, s.wt.Wait(s.ctx, args, c.lastWrite)...)
+			ctx, stop := c.watchClose(s.ctx)
+			defer stop()
+			return append(dst, s.wt.Wait(ctx, args, c.lastWrite)...)
 		}
 	case nodeAuthCommand:
 		if !s.checkNodeSecret(args[1]) {
