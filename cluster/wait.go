@@ -37,6 +37,9 @@ const (
 	// maxAppliedPoll is the longest pause between two queries to a member
 	// that has not caught up yet.
 	maxAppliedPoll = 20 * time.Millisecond
+	// memberRescan is how often a waiting WAIT looks for members it does not
+	// poll yet (joined, or published their client address, meanwhile).
+	memberRescan = 100 * time.Millisecond
 )
 
 // forwardWithIndex asks the leader to append its applied index to the
@@ -95,7 +98,8 @@ type appliedAnswer struct {
 }
 
 // countApplied counts the other members that have applied index, polling
-// them until want of them have or ctx ends.
+// them until want of them have or ctx ends. Members that join, or publish
+// their client address, while it waits are polled from then on.
 func (n *Node) countApplied(ctx context.Context, index uint64, want int64) int {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(n.ctx, cancel) // the node closes
@@ -105,24 +109,36 @@ func (n *Node) countApplied(ctx context.Context, index uint64, want int64) int {
 		cancel() // the pollers stop
 		wg.Wait()
 	}()
-	peers := n.otherServers()
-	answers := make(chan appliedAnswer, 2*len(peers))
-	pending := 0 // members whose first answer is awaited
-	for _, s := range peers {
-		addr := n.ClientAddr(string(s.ID))
-		if addr == "" {
-			continue // unreachable: it never published where to ask
+	// Pollers send at most two answers each, and give up sending when ctx
+	// ends, so the buffer only saves them waiting.
+	answers := make(chan appliedAnswer, 2*len(n.otherServers()))
+	polled := map[string]bool{}
+	// pollNew starts a poller for every member not polled yet whose client
+	// address is known, and returns how many it started.
+	pollNew := func() int {
+		started := 0
+		for _, s := range n.otherServers() {
+			id := string(s.ID)
+			addr := n.ClientAddr(id)
+			if polled[id] || addr == "" {
+				continue // unreachable until it publishes where to ask
+			}
+			polled[id] = true
+			started++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n.pollApplied(ctx, id, addr, index, answers)
+			}()
 		}
-		pending++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n.pollApplied(ctx, string(s.ID), addr, index, answers)
-		}()
+		return started
 	}
+	pending := pollNew() // members whose first answer is awaited
 	count := 0
 	first := time.NewTimer(firstRoundWait)
 	defer first.Stop()
+	rescan := time.NewTicker(memberRescan)
+	defer rescan.Stop()
 	firstRound := pending > 0
 	for {
 		if !firstRound && int64(count) >= want {
@@ -132,8 +148,6 @@ func (n *Node) countApplied(ctx context.Context, index uint64, want int64) int {
 		case a := <-answers:
 			if a.applied {
 				count++
-			} else if !firstRound {
-				continue
 			}
 			if firstRound {
 				if pending--; pending == 0 {
@@ -142,6 +156,10 @@ func (n *Node) countApplied(ctx context.Context, index uint64, want int64) int {
 			}
 		case <-first.C:
 			firstRound = false
+		case <-rescan.C:
+			if !firstRound {
+				pollNew() // their answers count when they come
+			}
 		case <-ctx.Done():
 			return count
 		}
