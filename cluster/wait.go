@@ -17,14 +17,16 @@ import (
 // this one (as Redis counts replicas, not itself) have applied the
 // connection's last write. hashicorp/raft does not expose how far each
 // follower got, so WAIT asks the other members for their applied index
-// (raftset.applied, over the forwarding pool) and counts those at or past
+// (raftset.applied, over a pool like forwarding's) and counts those at or past
 // the write's index. Every node applies the same entries at the same
 // indexes, so comparing one node's index with another's is meaningful.
 //
 // The write's index comes from WriteIndexed: on the leader, the state
 // machine's applied index right after the write was answered (an entry at
 // or after the write's own: a node that applied it applied the write); on a
-// follower, the leader's, carried back in the forward reply.
+// follower, the leader's, carried back in the forward reply. A write whose
+// reply was an error moves it forward too: WAIT may then wait for a little
+// more than it must, never for less.
 
 const (
 	cmdApplied = "raftset.applied"
@@ -91,12 +93,6 @@ func (n *Node) Wait(ctx context.Context, args [][]byte, index uint64) []byte {
 	return command.AppendInt(nil, int64(n.countApplied(ctx, index, want)))
 }
 
-// appliedAnswer is one member's answer: whether it has applied the index.
-type appliedAnswer struct {
-	id      string
-	applied bool
-}
-
 // countApplied counts the other members that have applied index, polling
 // them until want of them have or ctx ends. Members that join, or publish
 // their client address, while it waits are polled from then on.
@@ -111,7 +107,7 @@ func (n *Node) countApplied(ctx context.Context, index uint64, want int64) int {
 	}()
 	// Pollers send at most two answers each, and give up sending when ctx
 	// ends, so the buffer only saves them waiting.
-	answers := make(chan appliedAnswer, 2*len(n.otherServers()))
+	answers := make(chan bool, 2*len(n.otherServers()))
 	polled := map[string]bool{}
 	// pollNew starts a poller for every member not polled yet whose client
 	// address is known, and returns how many it started.
@@ -145,8 +141,8 @@ func (n *Node) countApplied(ctx context.Context, index uint64, want int64) int {
 			return count
 		}
 		select {
-		case a := <-answers:
-			if a.applied {
+		case applied := <-answers:
+			if applied {
 				count++
 			}
 			if firstRound {
@@ -167,9 +163,9 @@ func (n *Node) countApplied(ctx context.Context, index uint64, want int64) int {
 }
 
 // pollApplied asks the member at addr for its applied index until it is at
-// or past index. Its first answer is always reported (applied or not), later
-// ones only once it has applied index.
-func (n *Node) pollApplied(ctx context.Context, id, addr string, index uint64, answers chan<- appliedAnswer) {
+// or past index, and reports whether it is: always after the first answer,
+// then once it is.
+func (n *Node) pollApplied(ctx context.Context, id, addr string, index uint64, answers chan<- bool) {
 	pause := time.Millisecond
 	reported := false
 	for {
@@ -178,7 +174,7 @@ func (n *Node) pollApplied(ctx context.Context, id, addr string, index uint64, a
 		if done || !reported {
 			reported = true
 			select {
-			case answers <- appliedAnswer{id: id, applied: done}:
+			case answers <- done:
 			case <-ctx.Done():
 				return
 			}
