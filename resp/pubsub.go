@@ -21,9 +21,10 @@ import (
 // is still in redcon's buffer is held until that reply is written, so a
 // client never gets a message before the confirmation of its subscription.
 
-// pushTimeout bounds the write of one message to a subscriber; a
-// subscriber that does not read is disconnected, as Redis disconnects one
-// past its pub/sub output buffer limit.
+// pushTimeout bounds each write to a subscribed connection (a message, or
+// a reply while publishers wait for the connection's lock); a subscriber
+// that does not read is disconnected, as Redis disconnects one past its
+// pub/sub output buffer limit.
 const pushTimeout = 5 * time.Second
 
 var (
@@ -260,10 +261,13 @@ func (fc *frameConn) push(msg []byte) {
 }
 
 // writeSubscribed is Write once the connection has subscribed: the reply
-// bytes, then any messages held behind them.
+// bytes, then any messages held behind them. The write is bounded like a
+// message's, since publishers wait for the lock it holds.
 func (fc *frameConn) writeSubscribed(p []byte) (int, error) {
 	fc.ps.mu.Lock()
 	defer fc.ps.mu.Unlock()
+	_ = fc.Conn.SetWriteDeadline(time.Now().Add(pushTimeout))
+	defer fc.Conn.SetWriteDeadline(time.Time{})
 	n, err := fc.Conn.Write(p)
 	fc.out.Add(int64(n))
 	if err == nil && len(fc.ps.held) > 0 {
