@@ -44,6 +44,12 @@ type Config struct {
 	// to the leader) to be added, as a non-voter promoted once caught up.
 	Join string
 
+	// MasterName is a master name +switch-master is always published
+	// under, besides those Sentinel queries used on this node (which a
+	// restart forgets, while a client's subscription comes back by
+	// itself). Empty: "mymaster" when no query named one.
+	MasterName string
+
 	// PromoteLag is how many entries a joining non-voter may still be
 	// behind the leader's applied index when the leader makes it a voter.
 	// Default 1000.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,8 +17,8 @@ import (
 // hop for every command. Each node publishes it to its own subscribers when
 // it sees the leader change (not when it first learns of a leader), once
 // the new leader's client address is known, for every master name a client
-// asked this node about (the client ignores other names), "mymaster" if
-// none.
+// asked this node about (the client ignores other names) and
+// Config.MasterName (sentinel-master-name), "mymaster" if none.
 
 const (
 	switchChannel = "+switch-master"
@@ -55,13 +56,19 @@ func (n *Node) rememberMasterName(name string) {
 	n.sw.names = append(n.sw.names, name)
 }
 
+// masterNames are the names +switch-master goes out under: those asked
+// about, and Config.MasterName.
 func (n *Node) masterNames() []string {
 	n.sw.mu.Lock()
-	defer n.sw.mu.Unlock()
-	if len(n.sw.names) == 0 {
-		return []string{"mymaster"}
+	names := append([]string(nil), n.sw.names...)
+	n.sw.mu.Unlock()
+	if cfg := n.cfg.MasterName; cfg != "" && !slices.Contains(names, cfg) {
+		names = append(names, cfg)
 	}
-	return append([]string(nil), n.sw.names...)
+	if len(names) == 0 {
+		names = []string{"mymaster"}
+	}
+	return names
 }
 
 // runSwitchNotices publishes +switch-master when the leader changes.

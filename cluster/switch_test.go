@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -75,5 +76,27 @@ func TestSwitchMasterAfterTransfer(t *testing.T) {
 	waitFor(t, "the failover client to follow the new leader", 10*time.Second, func() bool { return role() == "master" })
 	if err := rdb.SAdd(ctx, "s", "after").Err(); err != nil {
 		t.Errorf("SADD after the switch: %v", err)
+	}
+}
+
+// A subscriber that never asked this node for the master (its subscription
+// came back after the node restarted) hears of the switch under
+// Config.MasterName.
+func TestSwitchMasterConfiguredName(t *testing.T) {
+	c := newServedCluster(t, 3, func(cfg *Config) { cfg.MasterName = "cfgname" })
+	l := c.leader()
+	c.published()
+	target, watcher := c.followers(l)[0], c.followers(l)[1]
+	sub := dialMember(t, watcher)
+	mustDo(t, sub, "*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n", "SUBSCRIBE", "+switch-master")
+	if got := untilNotTryAgain(t, func() string { return string(l.node.Admin(context.Background(), args("raft.transfer", target.id))) }); got != "+OK\r\n" {
+		t.Fatalf("RAFT.TRANSFER = %q", got)
+	}
+	lhost, lport, _ := net.SplitHostPort(l.cfg.ClientAddr)
+	thost, tport, _ := net.SplitHostPort(target.cfg.ClientAddr)
+	payload := "cfgname " + lhost + " " + lport + " " + thost + " " + tport
+	want := "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$" + strconv.Itoa(len(payload)) + "\r\n" + payload + "\r\n"
+	if got, err := sub.Read(); err != nil || got != want {
+		t.Errorf("message = %q, %v; want %q", got, err, want)
 	}
 }

@@ -43,6 +43,7 @@ type Config struct {
 	Join              string // client address of a member to join through (new nodes)
 	ClusterSecret     string // what nodes present (RAFTSET.AUTH) to send each other internal commands
 	PromoteLag        uint64 // entries a joining non-voter may lag when promoted to voter
+	MasterName        string // a name +switch-master is always published under
 }
 
 // ParsePeers parses the peers directive: "id=host:port" items separated by
@@ -181,6 +182,7 @@ func directives() []directive {
 		addrDirective("raft-advertise-addr", func(c *Config) *string { return &c.RaftAdvertiseAddr }),
 		addrDirective("join", func(c *Config) *string { return &c.Join }),
 		stringDirective("cluster-secret", func(c *Config) *string { return &c.ClusterSecret }),
+		stringDirective("sentinel-master-name", func(c *Config) *string { return &c.MasterName }),
 		{"promote-lag",
 			func(c *Config, v string) error {
 				n, err := strconv.ParseUint(v, 10, 64)
