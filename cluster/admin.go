@@ -38,13 +38,17 @@ func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
 	case "role":
 		return n.role()
 	case "wait":
-		return n.wait(ctx, args)
+		// Without the connection's write index (WriteIndexed): every
+		// write this node has applied.
+		return n.Wait(ctx, args, n.fsm.AppliedIndex())
 	case "config":
 		return n.config(ctx, args)
 	case cmdForward:
 		return n.serveForward(ctx, args)
 	case cmdReadIndex:
 		return n.serveReadIndex(ctx)
+	case cmdApplied:
+		return n.serveApplied()
 	case CmdNode, cmdPromote, "raft.join", "raft.remove", "raft.transfer":
 		return n.onLeader(ctx, args)
 	case cmdOnLeader:
@@ -276,66 +280,6 @@ func splitAddr(addr string) (host, port string) {
 		return addr, "0"
 	}
 	return h, p
-}
-
-// wait is WAIT numreplicas timeout. Raft acknowledges a write only once a
-// quorum stores it, so once this leader's last entry is committed at least
-// quorum-1 other voters hold it; hashicorp/raft does not expose how far
-// each follower got, so that is the count reported.
-func (n *Node) wait(ctx context.Context, args [][]byte) []byte {
-	if len(args) != 3 {
-		return command.Error(command.ErrArity("wait"))
-	}
-	want, err1 := strconv.ParseInt(string(args[1]), 10, 64)
-	ms, err2 := strconv.ParseInt(string(args[2]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return command.Error(command.ErrNotInteger)
-	}
-	if ms < 0 {
-		return command.Error("ERR timeout is negative")
-	}
-	if want <= 0 {
-		return command.Zero
-	}
-	var deadline <-chan time.Time
-	if ms > 0 {
-		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
-		defer t.Stop()
-		deadline = t.C
-	}
-	voters := 0
-	for _, s := range n.otherServers() {
-		if s.Suffrage == raft.Voter {
-			voters++
-		}
-	}
-	acked := 0
-	if voters > 0 && n.raft.State() == raft.Leader {
-		target := n.raft.LastIndex()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for n.raft.CommitIndex() < target {
-			select {
-			case <-tick.C:
-			case <-deadline:
-				return command.Zero
-			case <-ctx.Done():
-				return command.Zero
-			case <-n.stopCh:
-				return command.Zero
-			}
-		}
-		acked = (voters + 1) / 2 // a quorum of the voters+1 servers, less this node
-	}
-	if int64(acked) >= want {
-		return command.AppendInt(nil, int64(acked))
-	}
-	select {
-	case <-deadline:
-	case <-ctx.Done():
-	case <-n.stopCh:
-	}
-	return command.AppendInt(nil, int64(acked))
 }
 
 // configParam is one parameter of CONFIG GET/SET.

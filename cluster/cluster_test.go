@@ -129,8 +129,10 @@ func TestThreeNodeReplication(t *testing.T) {
 	if got := string(leader.Read(ctx, args("exists", "x"), false)); got != ":0\r\n" {
 		t.Errorf("a write refused by a follower was applied")
 	}
-	if got := string(leader.Admin(ctx, args("wait", "1", "1000"))); got != ":1\r\n" {
-		t.Errorf("leader WAIT 1 1000 = %q, want :1", got)
+	// These nodes publish no client address, so WAIT cannot ask them how
+	// far they got and counts none (wait_test.go covers served clusters).
+	if got := string(leader.Admin(ctx, args("wait", "1", "100"))); got != ":0\r\n" {
+		t.Errorf("leader WAIT 1 100 = %q, want :0", got)
 	}
 	if got := string(leader.Admin(ctx, args("role"))); !strings.HasPrefix(got, "*3\r\n$6\r\nmaster\r\n") || !strings.Contains(got, "*2\r\n*3\r\n") {
 		t.Errorf("leader ROLE = %q, want master with 2 replicas", got)

@@ -35,10 +35,25 @@ type Config struct {
 	// Password authenticates forwarded commands on the leader's client
 	// port (its requirepass; the same on every node).
 	Password string
+	// ClusterSecret is the secret nodes present (RAFTSET.AUTH) before they
+	// may send each other internal commands; empty derives it from
+	// Password (see NodeSecret and auth.go).
+	ClusterSecret string
 	// Join is the client address of any member of an existing cluster. A
 	// node with an empty store and no Bootstrap asks it (RAFT.JOIN, relayed
 	// to the leader) to be added, as a non-voter promoted once caught up.
 	Join string
+
+	// MasterName is a master name +switch-master is always published
+	// under, besides those Sentinel queries used on this node (which a
+	// restart forgets, while a client's subscription comes back by
+	// itself). Empty: "mymaster" when no query named one.
+	MasterName string
+
+	// PromoteLag is how many entries a joining non-voter may still be
+	// behind the leader's applied index when the leader makes it a voter.
+	// Default 1000.
+	PromoteLag uint64
 
 	// DataDir holds raft.db (log and stable store) and snapshots/.
 	DataDir string
@@ -136,6 +151,7 @@ func DefaultConfig() Config {
 		MaxOpBytes:         513 << 20,
 		MaxEntryOps:        4096,
 		MaxInflight:        64,
+		PromoteLag:         1000,
 	}
 }
 
@@ -183,6 +199,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.MaxInflight == 0 {
 		c.MaxInflight = d.MaxInflight
+	}
+	if c.PromoteLag == 0 {
+		c.PromoteLag = d.PromoteLag
 	}
 	if c.RaftAdvertise == "" && c.InMemory {
 		c.RaftAdvertise = c.NodeID

@@ -17,11 +17,11 @@ import (
 // handed back to the OS at once rather than over the runtime's slow
 // scavenging minutes.
 const (
-	defragStep       = 20 * time.Millisecond
-	defragRest       = time.Second
-	defragBudget     = 4096 // keys per step
-	defragReturnsOS  = 8 << 20
-	defragQuiet      = 1 << 20
+	defragStep      = 20 * time.Millisecond
+	defragRest      = time.Second
+	defragBudget    = 4096 // keys per step
+	defragReturnsOS = 8 << 20
+	defragQuiet     = 1 << 20
 )
 
 type defragmenter interface {

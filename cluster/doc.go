@@ -37,12 +37,37 @@
 // it was sent is -TRYAGAIN, after it was sent -CLUSTERDOWN (outcome unknown).
 // Client addresses travel through the log ("raftset.node id addr", recorded
 // by a wrapper around the state machine and kept in snapshots as the AUX
-// field raftset-nodes). RAFT.JOIN adds a node as a non-voter that asks for
-// promotion once a linearizable read succeeds on it; RAFT.REMOVE,
-// RAFT.TRANSFER run on the leader (relayed by followers); RAFT.INFO,
-// RAFT.SNAPSHOT are local; ROLE, INFO replication and SENTINEL name the
-// leader's client address. The raftset.* commands are internal: hidden from
-// COMMAND, and protected only by requirepass like every command.
+// field raftset-nodes). RAFT.JOIN adds a node as a non-voter; it asks for
+// promotion (raftset.promote id applied-index) every membership tick and the
+// leader makes it a voter once that index is within Config.PromoteLag of
+// its own applied index. RAFT.REMOVE, RAFT.TRANSFER run on the leader
+// (relayed by followers); RAFT.INFO, RAFT.SNAPSHOT are local; ROLE, INFO
+// replication and SENTINEL name the leader's client address.
+//
+// # Internal commands (auth.go)
+//
+// The raftset.* commands are hidden from COMMAND, and the front end answers
+// them as unknown commands unless the connection sent RAFTSET.AUTH with the
+// node secret: Config.ClusterSecret, else derived from the password, else
+// empty (any secret accepted: hidden, not protected). Every pooled
+// connection a node opens sends AUTH (with a password) and RAFTSET.AUTH.
+//
+// # WAIT (wait.go)
+//
+// The front end writes through WriteIndexed, which returns a log index
+// covering the writes (the leader's applied index once they were answered;
+// a forwarded write brings the leader's back in the raftset.forward reply),
+// and keeps the largest per connection. WAIT asks every other member for
+// its applied index (raftset.applied, over the same pool) and counts those
+// at or past it, polling until numreplicas have or the timeout passes.
+//
+// # +switch-master (switch.go)
+//
+// A Raft leader observer: when the leader changes (not when a node first
+// learns of one), the node publishes "+switch-master <name> <old-ip>
+// <old-port> <new-ip> <new-port>" through the front end's PUBLISH
+// (resp.EventSource), for every master name Sentinel queries used on it
+// and Config.MasterName.
 //
 // # Expiry (expire.go)
 //

@@ -20,22 +20,25 @@ import (
 // and membership commands to the leader's client address, over RESP, on a
 // small pool of connections, with internal commands:
 //
-//	raftset.forward <entry>   the ops of one Write, encoded as a
+//	raftset.forward <entry> [withindex]
+//	                          the ops of one Write, encoded as a
 //	                          command.Entry (MULTI/EXEC stays one op);
-//	                          the reply is an array of one reply per op
+//	                          the reply is an array of one reply per op,
+//	                          then (withindex) the leader's applied index
 //	raftset.readindex         the leader confirms its leadership (the
 //	                          batched barrier of read.go) and answers the
 //	                          index to wait for
 //	raftset.node id addr      publish a node's client address
-//	raftset.promote id        a caught-up non-voter asks to become a voter
+//	raftset.promote id index  a non-voter asks to become a voter, saying
+//	                          how far it applied (membership.go)
 //	raftset.onleader cmd...   a leader-only command (RAFT.JOIN, RAFT.REMOVE,
 //	                          RAFT.TRANSFER, the two above) relayed by a
 //	                          follower; never relayed again
+//	raftset.applied           this node's applied index (WAIT, wait.go)
 //
-// They are kept out of COMMAND's output. They are ordinary commands of the
-// RESP port: when requirepass is set, a peer must authenticate like any
-// client (Config.Password); without it, anyone who can reach the port can
-// send them, as anyone can send writes.
+// They are kept out of COMMAND's output, and a connection may send them
+// only after RAFTSET.AUTH with the node secret (auth.go); every connection
+// of the pool sends it, after AUTH when requirepass is set.
 
 const (
 	cmdForward   = "raftset.forward"
@@ -61,48 +64,53 @@ type peerConn struct {
 	bw   *bufio.Writer
 }
 
-// pool holds idle connections to the current leader.
+// pool holds idle connections to other nodes, by client address. The
+// forwarding pool (leaderOnly) keeps only the current leader's: when the
+// leader moves, connections to the old one are closed rather than kept
+// for a later return, when they may be dead (a forwarded write that fails
+// on a dead connection has an unknown outcome). WAIT's pool keeps every
+// member's.
 type pool struct {
-	mu     sync.Mutex
-	idle   []*peerConn
-	busy   map[*peerConn]struct{}
-	closed bool
+	leaderOnly bool
+	mu         sync.Mutex
+	idle       map[string][]*peerConn
+	busy       map[*peerConn]struct{}
+	closed     bool
 }
 
-func (p *pool) get(ctx context.Context, addr, password string) (*peerConn, error) {
+func (p *pool) get(ctx context.Context, addr string, auth [][][]byte) (*peerConn, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, errors.New("node closed")
 	}
-	for len(p.idle) > 0 {
-		pc := p.idle[len(p.idle)-1]
-		p.idle = p.idle[:len(p.idle)-1]
-		if pc.addr == addr {
-			p.busy[pc] = struct{}{}
-			p.mu.Unlock()
-			return pc, nil
+	if p.leaderOnly {
+		for other, list := range p.idle {
+			if other != addr {
+				for _, pc := range list {
+					_ = pc.c.Close() // the leader moved
+				}
+				delete(p.idle, other)
+			}
 		}
-		_ = pc.c.Close() // the leader moved
+	}
+	if list := p.idle[addr]; len(list) > 0 {
+		pc := list[len(list)-1]
+		p.idle[addr] = list[:len(list)-1]
+		p.busy[pc] = struct{}{}
+		p.mu.Unlock()
+		return pc, nil
 	}
 	p.mu.Unlock()
 	d := net.Dialer{Timeout: dialTimeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("dial leader %s: %w", addr, err)
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	pc := &peerConn{addr: addr, c: c, br: bufio.NewReader(c), bw: bufio.NewWriter(c)}
-	if password != "" {
-		_ = c.SetDeadline(time.Now().Add(dialTimeout))
-		reply, err := pc.roundTrip([][]byte{[]byte("auth"), []byte(password)})
-		if err == nil && command.IsError(reply) {
-			err = errors.New(string(reply))
-		}
-		if err != nil {
-			_ = c.Close()
-			return nil, fmt.Errorf("authenticate to leader %s: %w", addr, err)
-		}
-		_ = c.SetDeadline(time.Time{})
+	if err := pc.handshake(ctx, auth); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("authenticate to %s: %w", addr, err)
 	}
 	p.mu.Lock()
 	if p.closed {
@@ -110,17 +118,49 @@ func (p *pool) get(ctx context.Context, addr, password string) (*peerConn, error
 		_ = c.Close()
 		return nil, errors.New("node closed")
 	}
+	if p.busy == nil {
+		p.busy = map[*peerConn]struct{}{}
+	}
 	p.busy[pc] = struct{}{}
 	p.mu.Unlock()
 	return pc, nil
+}
+
+// handshake sends the authentication commands (AUTH, RAFTSET.AUTH) on a new
+// connection; any error reply fails it.
+func (pc *peerConn) handshake(ctx context.Context, auth [][][]byte) error {
+	if len(auth) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(dialTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = pc.c.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(time.Now()) })
+	defer stop()
+	for _, args := range auth {
+		reply, err := pc.roundTrip(args)
+		if err == nil && command.IsError(reply) {
+			err = fmt.Errorf("%s: %s", args[0], strings.TrimSpace(string(reply)))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_ = pc.c.SetDeadline(time.Time{})
+	return nil
 }
 
 // put returns a healthy connection to the pool, or closes a broken one.
 func (p *pool) put(pc *peerConn, healthy bool) {
 	p.mu.Lock()
 	delete(p.busy, pc)
-	if healthy && !p.closed && len(p.idle) < poolIdle {
-		p.idle = append(p.idle, pc)
+	if healthy && !p.closed && len(p.idle[pc.addr]) < poolIdle {
+		if p.idle == nil {
+			p.idle = map[string][]*peerConn{}
+		}
+		p.idle[pc.addr] = append(p.idle[pc.addr], pc)
 		p.mu.Unlock()
 		return
 	}
@@ -132,7 +172,10 @@ func (p *pool) put(pc *peerConn, healthy bool) {
 func (p *pool) close() {
 	p.mu.Lock()
 	p.closed = true
-	conns := p.idle
+	var conns []*peerConn
+	for _, list := range p.idle {
+		conns = append(conns, list...)
+	}
 	p.idle = nil
 	for pc := range p.busy {
 		conns = append(conns, pc)
@@ -230,11 +273,22 @@ func (n *Node) relay(ctx context.Context, args [][]byte) ([]byte, error) {
 	if addr == "" || lid == n.cfg.NodeID {
 		return nil, fmt.Errorf("%w: leader client address unknown", errNotSent)
 	}
-	pc, err := n.pool.get(ctx, addr, n.cfg.Password)
+	reply, err := n.ask(ctx, &n.pool, addr, args, n.cfg.ApplyTimeout+n.cfg.BarrierTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("relay to leader %s: %w", lid, err)
+	}
+	return reply, nil
+}
+
+// ask sends args to the node at client address addr over p and returns
+// its raw reply, waiting at most timeout (or until ctx ends). An error
+// wrapping errNotSent means the node never saw the command.
+func (n *Node) ask(ctx context.Context, p *pool, addr string, args [][]byte, timeout time.Duration) ([]byte, error) {
+	pc, err := p.get(ctx, addr, n.peerAuth())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errNotSent, err)
 	}
-	deadline := time.Now().Add(n.cfg.ApplyTimeout + n.cfg.BarrierTimeout)
+	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
@@ -243,18 +297,26 @@ func (n *Node) relay(ctx context.Context, args [][]byte) ([]byte, error) {
 	reply, err := pc.roundTrip(args)
 	stopped := stop()
 	_ = pc.c.SetDeadline(time.Time{})
-	n.pool.put(pc, err == nil && stopped)
+	p.put(pc, err == nil && stopped)
 	if err != nil {
-		return nil, fmt.Errorf("relay to leader %s at %s: %w", lid, addr, err)
+		return nil, fmt.Errorf("%s at %s: %w", args[0], addr, err)
 	}
 	return reply, nil
 }
 
 // forwardWrite sends a follower's Write to the leader.
 func (n *Node) forwardWrite(ctx context.Context, ops []command.Op) [][]byte {
+	out, _ := n.forwardWriteIndexed(ctx, ops)
+	return out
+}
+
+// forwardWriteIndexed sends a follower's Write to the leader and returns
+// the replies and the leader's applied index once they were answered (0 when
+// the leader did not answer them).
+func (n *Node) forwardWriteIndexed(ctx context.Context, ops []command.Op) ([][]byte, uint64) {
 	out := make([][]byte, len(ops))
 	ent := command.Entry{Type: command.TypeBatch, Ops: ops}
-	reply, err := n.relay(ctx, [][]byte{[]byte(cmdForward), ent.Encode(nil)})
+	reply, err := n.relay(ctx, [][]byte{[]byte(cmdForward), ent.Encode(nil), forwardWithIndex})
 	if err != nil {
 		n.log.Debug("forward write failed", "error", err)
 		if errors.Is(err, errNotSent) {
@@ -266,41 +328,56 @@ func (n *Node) forwardWrite(ctx context.Context, ops []command.Op) [][]byte {
 		} else {
 			fill(out, replyForwardUnknown)
 		}
-		return out
+		return out, 0
 	}
 	if command.IsError(reply) {
 		fill(out, reply) // refused as a whole (e.g. NOAUTH): not proposed
-		return out
+		return out, 0
 	}
 	parts, err := splitArray(reply)
-	if err != nil || len(parts) != len(ops) {
+	if err != nil || len(parts) != len(ops)+1 {
 		fill(out, replyUnknownInternal)
-		return out
+		return out, 0
+	}
+	last := parts[len(ops)]
+	index, err := strconv.ParseUint(string(bytes.TrimSuffix(bytes.TrimPrefix(last, []byte(":")), []byte("\r\n"))), 10, 64)
+	if err != nil {
+		index = 0
 	}
 	n.st.forwarded.Add(uint64(len(ops)))
-	return parts
+	return parts[:len(ops)], index
 }
 
-// serveForward is raftset.forward on the leader.
+// serveForward is raftset.forward on the leader. With "withindex" the
+// replies are followed by the leader's applied index once they were
+// answered (WAIT on the follower compares members against it).
 func (n *Node) serveForward(ctx context.Context, args [][]byte) []byte {
-	if len(args) != 2 {
+	withIndex := len(args) == 3 && bytes.EqualFold(args[2], forwardWithIndex)
+	if len(args) != 2 && !withIndex {
 		return command.Error(command.ErrArity(cmdForward))
 	}
 	e, err := command.Decode(args[1])
 	if err != nil {
 		return command.Error("ERR " + cmdForward + ": " + err.Error())
 	}
-	if len(e.Ops) == 0 {
-		return command.AppendArray(nil, 0)
+	var replies [][]byte
+	if len(e.Ops) > 0 {
+		replies = n.w.submit(ctx, e.Ops, false)
 	}
-	replies := n.w.submit(ctx, e.Ops, false)
-	size := 16
+	size := 32
 	for _, r := range replies {
 		size += len(r)
 	}
-	out := command.AppendArray(make([]byte, 0, size), len(replies))
+	count := len(replies)
+	if withIndex {
+		count++
+	}
+	out := command.AppendArray(make([]byte, 0, size), count)
 	for _, r := range replies {
 		out = append(out, r...)
+	}
+	if withIndex {
+		out = command.AppendInt(out, int64(n.fsm.AppliedIndex()))
 	}
 	return out
 }

@@ -17,10 +17,12 @@ import (
 
 // Membership (design brief §1, §8; peers.md §0 item 7): RAFT.JOIN adds a
 // node as a non-voter (or updates the address of a known id: identity is
-// the id, not the address); the non-voter asks for promotion (raftset.promote)
-// once a linearizable read succeeds on it, i.e. it has applied everything
-// the leader had committed when it asked. RAFT.REMOVE, RAFT.TRANSFER run on
-// the leader (a follower relays them); RAFT.INFO and RAFT.SNAPSHOT are local.
+// the id, not the address); the non-voter asks for promotion every
+// membershipTick (raftset.promote id applied-index), and the leader makes it
+// a voter only once that index is within Config.PromoteLag entries of its
+// own: a voter far behind would hold up every commit it is needed for.
+// RAFT.REMOVE, RAFT.TRANSFER run on the leader (a follower relays them);
+// RAFT.INFO and RAFT.SNAPSHOT are local.
 
 const membershipTick = 200 * time.Millisecond
 
@@ -67,16 +69,26 @@ func (n *Node) membershipStep(ctx context.Context) error {
 		}
 	}
 	if self.Suffrage == raft.Nonvoter {
-		if reply := n.linearize(ctx); reply != nil {
-			return fmt.Errorf("catch up before promotion: %s", strings.TrimSpace(string(reply)))
-		}
-		reply := n.onLeader(ctx, [][]byte{[]byte(cmdPromote), []byte(n.cfg.NodeID)})
+		applied := strconv.FormatUint(n.fsm.AppliedIndex(), 10)
+		reply := n.onLeader(ctx, [][]byte{[]byte(cmdPromote), []byte(n.cfg.NodeID), []byte(applied)})
 		if command.IsError(reply) {
 			return fmt.Errorf("promotion: %s", strings.TrimSpace(string(reply)))
 		}
 		n.log.Info("promoted to voter")
 	}
 	return nil
+}
+
+// promoteLag is how far a non-voter asking for promotion is behind the
+// leader: entries between the leader's applied index and the one it
+// reported. Both count the same entries (the state machine's), so entries
+// the state machine never sees (configuration, no-ops) at the end of the
+// log do not hold a caught-up node back.
+func (n *Node) promoteLag(reported uint64) uint64 {
+	if leader := n.fsm.AppliedIndex(); leader > reported {
+		return leader - reported
+	}
+	return 0
 }
 
 // selfServer returns this node's entry in the latest configuration.
@@ -104,10 +116,8 @@ func (n *Node) join(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
 	defer stop()
 	pc := &peerConn{addr: n.cfg.Join, c: c, br: bufio.NewReader(c), bw: bufio.NewWriter(c)}
-	if n.cfg.Password != "" {
-		if r, err := pc.roundTrip([][]byte{[]byte("auth"), []byte(n.cfg.Password)}); err != nil || command.IsError(r) {
-			return fmt.Errorf("join via %s: authenticate: %v %s", n.cfg.Join, err, r)
-		}
+	if err := pc.handshake(ctx, n.peerAuth()); err != nil {
+		return fmt.Errorf("join via %s: authenticate: %w", n.cfg.Join, err)
 	}
 	args := [][]byte{[]byte("raft.join"), []byte(n.cfg.NodeID), []byte(n.raftAddr())}
 	if n.cfg.ClientAddr != "" {
@@ -194,8 +204,17 @@ func (n *Node) leaderCommand(ctx context.Context, args [][]byte) []byte {
 		}
 		return command.OK
 	case cmdPromote:
-		if len(args) != 2 {
+		if len(args) != 3 {
 			return command.Error(command.ErrArity(name))
+		}
+		reported, err := strconv.ParseUint(string(args[2]), 10, 64)
+		if err != nil {
+			return command.Error(command.ErrNotInteger)
+		}
+		if lag := n.promoteLag(reported); lag > n.cfg.PromoteLag {
+			n.st.promotionsRefused.Add(1)
+			return fixed("TRYAGAIN not promoted: " + string(args[1]) + " is " + itoa(lag) +
+				" entries behind the leader (promote-lag " + itoa(n.cfg.PromoteLag) + ")")
 		}
 		f := n.raft.GetConfiguration()
 		if err := f.Error(); err != nil {
@@ -310,6 +329,12 @@ func (n *Node) sentinel(args [][]byte) []byte {
 		return command.Error(command.ErrArity("sentinel"))
 	}
 	sub := strings.ToLower(string(args[1]))
+	switch sub {
+	case "get-master-addr-by-name", "master", "replicas", "slaves", "sentinels":
+		if len(args) > 2 {
+			n.rememberMasterName(string(args[2])) // for +switch-master (switch.go)
+		}
+	}
 	switch sub {
 	case "get-master-addr-by-name":
 		if len(args) != 3 {

@@ -51,6 +51,8 @@ type servedCluster struct {
 	t       *testing.T
 	mu      sync.Mutex
 	members []*member
+	// wrap, when set, wraps a starting member's state machine.
+	wrap func(id string, f *fsm.FSM) stateMachine
 }
 
 // newServedCluster starts size voters bootstrapped from one peer list, on
@@ -110,13 +112,17 @@ func (c *servedCluster) start(cfg Config) *member {
 	cfg.Transport = tr
 	cfg.ClientAddr = ln.Addr().String()
 	f := fsm.New(fsm.Config{Logger: cfg.Logger})
-	n, err := New(cfg, f)
+	n, err := c.newNode(cfg, f)
 	if err != nil {
 		ln.Close()
 		t.Fatalf("New %s: %v", cfg.NodeID, err)
 	}
 	m := &member{id: cfg.NodeID, cfg: cfg, node: n, fsm: f, trans: tr, ln: ln, done: make(chan struct{})}
-	m.srv = resp.NewServer(resp.Config{Logger: cfg.Logger.Named("resp")}, respStore{n})
+	m.srv = resp.NewServer(resp.Config{
+		Logger:      cfg.Logger.Named("resp"),
+		RequirePass: cfg.Password,
+		NodeSecret:  NodeSecret(cfg.ClusterSecret, cfg.Password),
+	}, respStore{n})
 	go func() { defer close(m.done); m.srv.Serve(ln) }()
 	t.Cleanup(m.stop)
 	c.mu.Lock()

@@ -40,14 +40,17 @@ type Node struct {
 	wg      sync.WaitGroup
 	closing sync.Once
 
-	meta  *metaFSM // the state machine as Raft sees it (meta.go)
-	pool  pool     // connections to the leader (forward.go)
-	trans raft.Transport
+	meta *metaFSM // the state machine as Raft sees it (meta.go)
+	pool pool     // connections to the leader (forward.go)
+	// queries holds connections to every member, for WAIT (wait.go).
+	queries pool
+	trans   raft.Transport
 	// joined is set once RAFT.JOIN through Config.Join succeeded.
 	joined atomic.Bool
 
-	w  writer // write path (propose.go)
-	rd reader // read path (read.go)
+	w  writer        // write path (propose.go)
+	rd reader        // read path (read.go)
+	sw switchNotices // +switch-master (switch.go)
 	st nodeStats
 
 	activeExpire atomic.Bool
@@ -59,17 +62,18 @@ type Node struct {
 
 // nodeStats are the node's own counters, reported by Info.
 type nodeStats struct {
-	entries         atomic.Uint64 // log entries proposed
-	ops             atomic.Uint64 // ops in them
-	expired         atomic.Uint64 // keys proposed for active expiry
-	readBarriers    atomic.Uint64 // VerifyLeader rounds
-	reads           atomic.Uint64 // linearizable reads served
-	saves           atomic.Uint64 // snapshots taken on request
-	forwarded       atomic.Uint64 // write ops forwarded to the leader
-	peakHeap        atomic.Uint64 // highest heap in use Info has seen
-	defragMoved     atomic.Int64  // bytes the defragmenter packed into slabs
-	defragCycles    atomic.Uint64 // its full passes
-	defragSlabBytes atomic.Int64  // bytes held in its slabs
+	entries           atomic.Uint64 // log entries proposed
+	ops               atomic.Uint64 // ops in them
+	expired           atomic.Uint64 // keys proposed for active expiry
+	readBarriers      atomic.Uint64 // VerifyLeader rounds
+	reads             atomic.Uint64 // linearizable reads served
+	saves             atomic.Uint64 // snapshots taken on request
+	forwarded         atomic.Uint64 // write ops forwarded to the leader
+	promotionsRefused atomic.Uint64 // raftset.promote refused for lag (leader)
+	peakHeap          atomic.Uint64 // highest heap in use Info has seen
+	defragMoved       atomic.Int64  // bytes the defragmenter packed into slabs
+	defragCycles      atomic.Uint64 // its full passes
+	defragSlabBytes   atomic.Int64  // bytes held in its slabs
 }
 
 const (
@@ -101,7 +105,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.meta = newMetaFSM(f)
-	n.pool.busy = map[*peerConn]struct{}{}
+	n.pool.leaderOnly = true
 	n.activeExpire.Store(true)
 	n.lastSave.Store(n.started.Unix())
 
@@ -239,13 +243,14 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(6)
+	n.wg.Add(7)
 	go n.runDefrag()
 	go n.runProposer()
 	go n.runCompleter()
 	go n.runReadBarrier()
 	go n.runExpiry()
 	go n.runMembership()
+	go n.runSwitchNotices()
 	return n, nil
 }
 
@@ -340,6 +345,7 @@ func (n *Node) Close() error {
 		close(n.stopCh)
 		n.cancel()
 		n.pool.close()
+		n.queries.close()
 		err = n.raft.Shutdown().Error()
 		close(n.stopped)
 		done := make(chan struct{})

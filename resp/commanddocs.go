@@ -224,6 +224,7 @@ func aclCategories(spec *command.Spec) []string {
 	add(has(command.Write), "@write")
 	add(group == "set", "@set")
 	add(group == "string", "@string")
+	add(group == "pubsub", "@pubsub")
 	add(has(command.Admin), "@admin")
 	add(has(command.Fast), "@fast")
 	add(!has(command.Fast), "@slow")

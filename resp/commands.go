@@ -11,6 +11,10 @@ import (
 	"raftset/internal/strictint"
 )
 
+// nodeAuthCommand authenticates a connection as another node of the
+// cluster (cluster.CmdAuth).
+const nodeAuthCommand = "raftset.auth"
+
 // local runs a command that is not a data command: connection commands,
 // transactions, and node commands (resp answers INFO and CONFIG itself and
 // passes the others to Store.Admin).
@@ -46,6 +50,9 @@ func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
 	case "ping":
 		if len(args) > 2 {
 			return command.AppendError(dst, command.ErrArity("ping"))
+		}
+		if c.inSubscribedMode() {
+			return appendSubscribedPong(dst, args)
 		}
 		if len(args) == 2 {
 			return command.AppendBulk(dst, args[1])
@@ -132,6 +139,25 @@ func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
 		return append(dst, command.OK...)
 	case "config|help":
 		return command.AppendHelp(dst, "CONFIG", configHelp)
+	case "subscribe", "psubscribe":
+		return c.cmdSubscribe(dst, args, spec.Name == "psubscribe")
+	case "unsubscribe", "punsubscribe":
+		return c.cmdUnsubscribe(dst, args, spec.Name == "punsubscribe")
+	case "publish":
+		return command.AppendInt(dst, int64(s.Publish(string(args[1]), args[2])))
+	case "wait":
+		if s.wt != nil {
+			ctx, stop := c.watchClose(s.ctx)
+			defer stop()
+			return append(dst, s.wt.Wait(ctx, args, c.lastWrite)...)
+		}
+	case nodeAuthCommand:
+		if !s.checkNodeSecret(args[1]) {
+			s.log.Warn("a connection presented a wrong node secret (RAFTSET.AUTH); check cluster-secret / requirepass on every node", "addr", c.addr)
+			return command.AppendError(dst, "WRONGPASS invalid node secret")
+		}
+		c.node = true
+		return append(dst, command.OK...)
 	}
 	if spec.Has(command.Admin) {
 		return append(dst, s.store.Admin(s.ctx, args)...)
@@ -292,12 +318,13 @@ func (c *client) cmdSetinfo(dst []byte, args [][]byte) []byte {
 func (c *client) cmdClientList(dst []byte, args [][]byte) []byte {
 	var ids []int64
 	none := false
+	typ := "" // "normal" or "pubsub": subscribed connections are pubsub
 	switch {
 	case len(args) == 2:
 	case len(args) == 4 && bytes.EqualFold(args[2], []byte("type")):
-		switch strings.ToLower(string(args[3])) {
-		case "normal":
-		case "master", "replica", "slave", "pubsub":
+		switch typ = strings.ToLower(string(args[3])); typ {
+		case "normal", "pubsub":
+		case "master", "replica", "slave":
 			none = true
 		default:
 			return command.AppendError(dst, "ERR Unknown client type '"+string(args[3])+"'")
@@ -317,6 +344,9 @@ func (c *client) cmdClientList(dst []byte, args [][]byte) []byte {
 	if !none {
 		for _, cl := range c.s.clientList() {
 			if ids != nil && !slices.Contains(ids, cl.id) {
+				continue
+			}
+			if pubsub := cl.nsubs.Load()+cl.npsubs.Load() > 0; (typ == "pubsub" && !pubsub) || (typ == "normal" && pubsub) {
 				continue
 			}
 			out = append(cl.infoLine(out), '\n')
@@ -351,6 +381,10 @@ func (c *client) infoLine(dst []byte) []byte {
 	if c.readonly.Load() {
 		flags += "r"
 	}
+	nsubs, npsubs := c.nsubs.Load(), c.npsubs.Load()
+	if nsubs+npsubs > 0 {
+		flags += "P"
+	}
 	if flags == "" {
 		flags = "N"
 	}
@@ -374,7 +408,11 @@ func (c *client) infoLine(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, max(0, (now-c.lastActive.Load())/int64(time.Second)), 10)
 	dst = append(dst, " flags="...)
 	dst = append(dst, flags...)
-	dst = append(dst, " db=0 sub=0 psub=0 ssub=0 multi="...)
+	dst = append(dst, " db=0 sub="...)
+	dst = strconv.AppendInt(dst, int64(nsubs), 10)
+	dst = append(dst, " psub="...)
+	dst = strconv.AppendInt(dst, int64(npsubs), 10)
+	dst = append(dst, " ssub=0 multi="...)
 	dst = strconv.AppendInt(dst, int64(multi), 10)
 	dst = append(dst, " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
 	dst = append(dst, cmd...)

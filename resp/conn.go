@@ -48,6 +48,7 @@ type client struct {
 	fc *frameConn
 
 	authed bool
+	node   bool // RAFTSET.AUTH succeeded: internal commands are allowed
 	stale  bool // READONLY: reads skip the consistency barrier
 	quit   bool
 
@@ -65,6 +66,11 @@ type client struct {
 	scratch  []byte
 	ncmds    int64
 	nerrs    int64
+	// lastWrite is the store's log index covering this connection's
+	// writes (Waiter), for WAIT.
+	lastWrite uint64
+	// subs and psubs are the channels and patterns subscribed (pubsub.go).
+	subs, psubs map[string]struct{}
 
 	id      int64
 	addr    string
@@ -80,6 +86,8 @@ type client struct {
 	lastActive atomic.Int64 // Unix ns
 	multiLen   atomic.Int32 // commands queued, -1 outside MULTI
 	readonly   atomic.Bool
+	nsubs      atomic.Int32 // len(subs), for CLIENT LIST
+	npsubs     atomic.Int32
 }
 
 func newClient(s *Server, rc redcon.Conn, fc *frameConn) *client {
@@ -146,7 +154,8 @@ func (c *client) handle(args [][]byte) {
 	c.ncmds++
 	s := c.s
 	spec := s.table.Lookup(args[0])
-	if spec == nil {
+	if spec == nil || (spec.Has(command.Internal) && !c.node && spec.Name != nodeAuthCommand) {
+		// Internal commands do not exist for ordinary clients.
 		c.reject(unknownCommand(args))
 		return
 	}
@@ -165,6 +174,10 @@ func (c *client) handle(args [][]byte) {
 	}
 	if !c.authed && !spec.Has(command.NoAuth) && s.authRequired() {
 		c.reject(command.ErrNoAuth)
+		return
+	}
+	if c.inSubscribedMode() && !allowedSubscribed(spec.Name) {
+		c.reject(errSubscribedMode(spec.Name))
 		return
 	}
 	if c.inMulti {
@@ -256,7 +269,13 @@ func (c *client) flush() {
 	case runNone:
 		return
 	case runWrite:
-		replies = c.s.store.Write(c.s.ctx, c.ops)
+		if c.s.wt != nil {
+			var index uint64
+			replies, index = c.s.wt.WriteIndexed(c.s.ctx, c.ops)
+			c.lastWrite = max(c.lastWrite, index)
+		} else {
+			replies = c.s.store.Write(c.s.ctx, c.ops)
+		}
 	case runRead:
 		replies = c.s.br.ReadBatch(c.s.ctx, c.reads, c.stale)
 	}

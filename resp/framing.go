@@ -288,6 +288,10 @@ type frameConn struct {
 	fd    int
 	in    atomic.Int64 // bytes read
 	out   atomic.Int64 // bytes written
+	// pushing is set once the connection subscribes: from then on every
+	// write takes ps's lock, as messages are written by other goroutines.
+	pushing atomic.Bool
+	ps      pushState
 }
 
 func newFrameConn(c net.Conn, s *Server) *frameConn {
@@ -372,6 +376,9 @@ func (fc *frameConn) refuse() error {
 }
 
 func (fc *frameConn) Write(p []byte) (int, error) {
+	if fc.pushing.Load() {
+		return fc.writeSubscribed(p)
+	}
 	n, err := fc.Conn.Write(p)
 	fc.out.Add(int64(n))
 	return n, err

@@ -53,6 +53,10 @@ type Config struct {
 	// It must return at once: stopping closes this server, which waits for
 	// the connection that asked. nil makes SHUTDOWN fail.
 	Shutdown func()
+	// NodeSecret is what other nodes present with RAFTSET.AUTH before they
+	// may send internal commands (command.Internal); empty accepts any
+	// (see cluster.NodeSecret).
+	NodeSecret string
 }
 
 // Server is a RESP server in front of a Store.
@@ -60,6 +64,7 @@ type Server struct {
 	cfg   Config
 	store Store
 	br    BatchReader // store's batch reads, or nil
+	wt    Waiter      // store's indexed writes and WAIT, or nil
 	log   hclog.Logger
 	table command.Table
 	subs  map[*command.Spec]map[string]*command.Spec
@@ -68,6 +73,7 @@ type Server struct {
 	ctx    context.Context // cancelled by Close: store calls give up
 	cancel context.CancelFunc
 
+	pubsub     registry // node-local channels (pubsub.go)
 	auth       atomic.Pointer[authConfig]
 	maxBulk    atomic.Int64
 	maxClients atomic.Int64
@@ -149,6 +155,10 @@ func NewServer(cfg Config, store Store) *Server {
 		runID:   newRunID(),
 	}
 	s.br, _ = store.(BatchReader)
+	s.wt, _ = store.(Waiter)
+	if es, ok := store.(EventSource); ok {
+		es.SetPublish(s.Publish)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.setPass(cfg.RequirePass)
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
@@ -188,6 +198,15 @@ func (s *Server) checkPass(p []byte) bool {
 	a := s.auth.Load()
 	sum := sha256.Sum256(p)
 	return subtle.ConstantTimeCompare(sum[:], a.sum[:]) == 1
+}
+
+// checkNodeSecret compares a RAFTSET.AUTH secret in constant time.
+func (s *Server) checkNodeSecret(p []byte) bool {
+	if s.cfg.NodeSecret == "" {
+		return true
+	}
+	got, want := sha256.Sum256(p), sha256.Sum256([]byte(s.cfg.NodeSecret))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 // ListenAndServe listens on cfg.Addr and serves until Close.
@@ -318,6 +337,7 @@ func (s *Server) closedConn(rc redcon.Conn, err error) {
 	s.mu.Lock()
 	delete(s.clients, c.id)
 	s.mu.Unlock()
+	c.leavePubsub()
 	if err != nil && !errors.Is(err, errRefused) && s.ctx.Err() == nil {
 		s.log.Debug("connection closed", "addr", c.addr, "error", err)
 	}

@@ -46,6 +46,17 @@ type BatchReader interface {
 	ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]byte
 }
 
+// Waiter is an optional Store extension that makes WAIT truthful. When the
+// store implements it, writes go through WriteIndexed, which also returns a
+// log index covering them; the connection keeps the largest, and WAIT asks
+// Wait how many other nodes have applied that index.
+type Waiter interface {
+	WriteIndexed(ctx context.Context, ops []command.Op) ([][]byte, uint64)
+	// Wait answers WAIT numreplicas timeout (args as sent) for a connection
+	// whose writes are covered by index (0: it wrote nothing yet).
+	Wait(ctx context.Context, args [][]byte, index uint64) []byte
+}
+
 // InfoSection is one "# Name" block of INFO. Name is printed as given
 // ("Replication") and matched case-insensitively against INFO's arguments.
 type InfoSection struct {

@@ -206,15 +206,17 @@ func TestClusterProcessesKill9Leader(t *testing.T) {
 
 // TestClusterProcessesJoin: a node started with --join becomes a voter of
 // a running cluster and serves reads and writes; RAFT.REMOVE takes it out.
+// Both share a cluster-secret: a client without it cannot send internal
+// commands, the nodes still forward to each other.
 func TestClusterProcessesJoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test")
 	}
-	a := startProc(t, filepath.Join(t.TempDir(), "a"), "--node-id", "a")
+	a := startProc(t, filepath.Join(t.TempDir(), "a"), "--node-id", "a", "--cluster-secret", "k3y")
 	waitWritable(t, a.addr)
 	ca := dial(t, a.addr)
 	do(t, ca, "SADD", "s", "from-a")
-	b := startProc(t, filepath.Join(t.TempDir(), "b"), "--node-id", "b", "--join", a.addr)
+	b := startProc(t, filepath.Join(t.TempDir(), "b"), "--node-id", "b", "--join", a.addr, "--cluster-secret", "k3y")
 	testutil.WaitFor(t, 30*time.Second, "b to be promoted to voter", func() bool {
 		return strings.Contains(do(t, ca, "RAFT.INFO"), "id=b,suffrage=voter")
 	})
@@ -231,6 +233,9 @@ func TestClusterProcessesJoin(t *testing.T) {
 	}
 	if r := do(t, cb, "COMMAND", "INFO", "raftset.forward"); r != "*1\r\n*-1\r\n" {
 		t.Errorf("COMMAND INFO raftset.forward = %q, want it hidden", r)
+	}
+	if r := do(t, cb, "raftset.forward", "x"); r != "-ERR unknown command 'raftset.forward', with args beginning with: 'x' \r\n" {
+		t.Errorf("raftset.forward from a client = %q, want an unknown command", r)
 	}
 	// Removal is relayed to the leader.
 	if r := do(t, cb, "RAFT.REMOVE", "b"); r != "+OK\r\n" {

@@ -41,6 +41,9 @@ type Config struct {
 	AdvertiseAddr     string     // client address other nodes and clients use; default bind:port
 	RaftAdvertiseAddr string     // Raft address peers dial; default raft-addr
 	Join              string     // client address of a member to join through (new nodes)
+	ClusterSecret     string     // what nodes present (RAFTSET.AUTH) to send each other internal commands
+	PromoteLag        uint64     // entries a joining non-voter may lag when promoted to voter
+	MasterName        string     // a name +switch-master is always published under
 	Debug             DebugFlags // test-only switches (debugflags.go)
 }
 
@@ -179,6 +182,18 @@ func directives() []directive {
 		addrDirective("advertise-addr", func(c *Config) *string { return &c.AdvertiseAddr }),
 		addrDirective("raft-advertise-addr", func(c *Config) *string { return &c.RaftAdvertiseAddr }),
 		addrDirective("join", func(c *Config) *string { return &c.Join }),
+		stringDirective("cluster-secret", func(c *Config) *string { return &c.ClusterSecret }),
+		stringDirective("sentinel-master-name", func(c *Config) *string { return &c.MasterName }),
+		{"promote-lag",
+			func(c *Config, v string) error {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil || n == 0 {
+					return errors.New("must be a positive integer")
+				}
+				c.PromoteLag = n
+				return nil
+			},
+			func(c *Config) string { return strconv.FormatUint(c.PromoteLag, 10) }},
 	}, debugDirectives()...)
 }
 

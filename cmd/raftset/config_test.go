@@ -19,6 +19,7 @@ func TestDefaults(t *testing.T) {
 		{"dir", "./raftset-data"}, {"set-max-intset-entries", "512"}, {"set-max-listpack-entries", "128"},
 		{"set-max-listpack-value", "64"}, {"loglevel", "info"}, {"log-format", "text"},
 		{"requirepass", ""}, {"node-id", ""}, {"snapshot-interval", "2m0s"},
+		{"promote-lag", "1000"}, {"cluster-secret", ""},
 	} {
 		if got, _ := c.Get(tc.name); got != tc.want {
 			t.Errorf("default %s = %q, want %q", tc.name, got, tc.want)

@@ -113,6 +113,9 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.RaftAdvertise = cfg.RaftAdvertiseAddr
 	cc.ClientAddr = clientAddr(cfg, ln.Addr())
 	cc.Password = cfg.RequirePass
+	cc.ClusterSecret = cfg.ClusterSecret
+	cc.PromoteLag = cfg.PromoteLag
+	cc.MasterName = cfg.MasterName
 	cc.DataDir = cfg.Dir
 	// A joining node never bootstraps: it is added by the cluster.
 	cc.Bootstrap = cfg.Join == ""
@@ -145,6 +148,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	srv := resp.NewServer(resp.Config{
 		Addr:        addr,
 		RequirePass: cfg.RequirePass,
+		NodeSecret:  cluster.NodeSecret(cfg.ClusterSecret, cfg.RequirePass),
 		Logger:      logger.Named("resp"),
 		Version:     version,
 		Shutdown: func() {
@@ -205,7 +209,7 @@ func (n *node) close() error {
 // can change at run time also to CONFIG SET.
 func (n *node) registerConfig() {
 	for _, name := range []string{"dir", "node-id", "raft-addr", "log-format", "import",
-		"peers", "join", "advertise-addr", "raft-advertise-addr"} {
+		"peers", "join", "advertise-addr", "raft-advertise-addr", "promote-lag", "sentinel-master-name"} {
 		name := name
 		n.server.RegisterConfig(name, func() string { v, _ := n.cfg.Get(name); return v }, nil)
 	}

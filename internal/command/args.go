@@ -118,6 +118,12 @@ func argSyntax() map[string]string {
 
 		"watch": "key:key{RO}...",
 
+		"subscribe":    "channel:string...",
+		"unsubscribe":  "[channel:string...]",
+		"psubscribe":   "(pattern: pattern:pattern)...",
+		"punsubscribe": "[pattern:pattern...]",
+		"publish":      "channel:string message:string",
+
 		"ping":   "[message:string]",
 		"echo":   "message:string",
 		"select": "index:integer",

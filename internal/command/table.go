@@ -216,6 +216,12 @@ func Commands() Table {
 			spec("client|list", -2, Conn|Admin, 0, 0, 0, "connection", "2.4.0", "Lists open connections."),
 			spec("client|setinfo", 4, Conn|fast, 0, 0, 0, "connection", "7.2.0", "Sets information specific to the client or connection."),
 			spec("client|help", 2, Conn, 0, 0, 0, "connection", "5.0.0", "Returns helpful text about the different subcommands.")),
+		// Pub/Sub (node-local).
+		spec("subscribe", -2, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Listens for messages published to channels."),
+		spec("unsubscribe", -1, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Stops listening to messages posted to channels."),
+		spec("psubscribe", -2, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns."),
+		spec("punsubscribe", -1, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns."),
+		spec("publish", 3, Conn|fast, 0, 0, 0, "pubsub", "2.0.0", "Posts a message to a channel."),
 		// Server.
 		spec("time", 1, Conn|fast, 0, 0, 0, "server", "2.6.0", "Returns the server time."),
 		spec("info", -1, Admin, 0, 0, 0, "server", "1.0.0", "Returns information and statistics about the server."),
@@ -247,11 +253,13 @@ func Commands() Table {
 		spec("raft.snapshot", 1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Takes a Raft snapshot on this node."),
 		spec("sentinel", -2, Admin, 0, 0, 0, "sentinel", "2.8.4", "Answers Sentinel queries: the master is the Raft leader."),
 		// Internal: between nodes only.
-		spec("raftset.forward", 2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a follower's writes, run by the leader."),
+		spec("raftset.forward", -2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a follower's writes, run by the leader."),
 		spec("raftset.readindex", 1, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: the leader's read index for a follower."),
 		spec("raftset.node", 3, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: publishes a node's client address."),
-		spec("raftset.promote", 2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a caught-up non-voter asks to become a voter."),
+		spec("raftset.promote", 3, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a non-voter asks to become a voter, saying how far it applied."),
 		spec("raftset.onleader", -2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a leader-only command relayed by a follower."),
+		spec("raftset.auth", 2, Conn|NoMulti|Internal|fast, 0, 0, 0, "connection", "1.0.0", "Internal: authenticates a connection as a node of the cluster."),
+		spec("raftset.applied", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: this node's applied index (WAIT)."),
 	}
 	t := make(Table, len(list))
 	for _, s := range list {

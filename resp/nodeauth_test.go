@@ -1,0 +1,62 @@
+package resp
+
+import (
+	"slices"
+	"testing"
+)
+
+// Internal commands do not exist for a connection that has not presented
+// the node secret; after RAFTSET.AUTH they reach the store.
+func TestInternalCommandsNeedNodeAuth(t *testing.T) {
+	f := newFakeStore()
+	_, addr := startServer(t, Config{NodeSecret: "s3cret"}, f)
+	c := dial(t, addr)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"RAFTSET.FORWARD", "x"}, errr("ERR unknown command 'RAFTSET.FORWARD', with args beginning with: 'x' ")},
+		{[]string{"raftset.applied"}, errr("ERR unknown command 'raftset.applied', with args beginning with: ")},
+		{[]string{"raftset.onleader", "raft.remove", "n1"}, errr("ERR unknown command 'raftset.onleader', with args beginning with: 'raft.remove' 'n1' ")},
+		{[]string{"PING"}, "+PONG\r\n"},
+		{[]string{"RAFTSET.AUTH", "wrong"}, errr("WRONGPASS invalid node secret")},
+		{[]string{"raftset.applied"}, errr("ERR unknown command 'raftset.applied', with args beginning with: ")},
+		{[]string{"COMMAND", "INFO", "raftset.auth"}, "*1\r\n*-1\r\n"},
+		{[]string{"RAFTSET.AUTH", "s3cret"}, "+OK\r\n"},
+		{[]string{"raftset.applied"}, errr("ERR unsupported by the fake store")},
+	} {
+		if got := c.do(tc.args...); got != tc.want {
+			t.Errorf("%q = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Contains(f.admin, "raftset.applied") || slices.Contains(f.admin, "RAFTSET.FORWARD x") {
+		t.Errorf("store saw %q: want raftset.applied only after RAFTSET.AUTH", f.admin)
+	}
+}
+
+// With requirepass, RAFTSET.AUTH comes after AUTH; without any secret it
+// accepts any, which only hides internal commands from ordinary clients.
+func TestNodeAuthOrder(t *testing.T) {
+	_, addr := startServer(t, Config{RequirePass: "pw", NodeSecret: "s"}, newFakeStore())
+	c := dial(t, addr)
+	if got := c.do("RAFTSET.AUTH", "s"); got != errr("NOAUTH Authentication required.") {
+		t.Errorf("RAFTSET.AUTH before AUTH = %q", got)
+	}
+	if got := c.do("AUTH", "pw"); got != "+OK\r\n" {
+		t.Fatalf("AUTH = %q", got)
+	}
+	if got := c.do("RAFTSET.AUTH", "s"); got != "+OK\r\n" {
+		t.Errorf("RAFTSET.AUTH after AUTH = %q", got)
+	}
+
+	_, open := startServer(t, Config{}, newFakeStore())
+	c2 := dial(t, open)
+	if got := c2.do("raftset.readindex"); got != errr("ERR unknown command 'raftset.readindex', with args beginning with: ") {
+		t.Errorf("raftset.readindex without RAFTSET.AUTH = %q", got)
+	}
+	if got := c2.do("RAFTSET.AUTH", "anything"); got != "+OK\r\n" {
+		t.Errorf("RAFTSET.AUTH without a secret = %q", got)
+	}
+}
