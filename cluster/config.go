@@ -73,6 +73,16 @@ type Config struct {
 	SnapshotInterval time.Duration
 	// SnapshotRetain is how many snapshots are kept on disk. Default 2.
 	SnapshotRetain int
+	// SnapshotLogBytes also triggers a snapshot: once this many bytes of log
+	// entries were stored since the last one. Group commit makes entries of
+	// a few bytes to hundreds of KiB, so an entry count alone bounds the log
+	// (and raft.db, which never shrinks) badly. Default 32 MiB; negative: off.
+	SnapshotLogBytes int64
+	// TrailingLogBytes bounds the log kept after a snapshot in bytes: the
+	// node lowers TrailingLogs to this many bytes' worth of recent entries
+	// (at their recent average size), never below 64 entries. Default 8 MiB;
+	// negative: entries only.
+	TrailingLogBytes int64
 	// TrailingLogs is how many entries stay in the log after a snapshot, so a
 	// slightly lagging follower catches up without a snapshot. Default 10240.
 	TrailingLogs uint64
@@ -141,6 +151,8 @@ func DefaultConfig() Config {
 		SnapshotInterval:   30 * time.Second,
 		SnapshotRetain:     2,
 		TrailingLogs:       10240,
+		SnapshotLogBytes:   32 << 20,
+		TrailingLogBytes:   8 << 20,
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
@@ -169,6 +181,12 @@ func (c *Config) fillDefaults() {
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = d.TrailingLogs
+	}
+	if c.SnapshotLogBytes == 0 {
+		c.SnapshotLogBytes = d.SnapshotLogBytes
+	}
+	if c.TrailingLogBytes == 0 {
+		c.TrailingLogBytes = d.TrailingLogBytes
 	}
 	if c.HeartbeatTimeout == 0 {
 		c.HeartbeatTimeout = d.HeartbeatTimeout

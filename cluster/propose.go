@@ -335,10 +335,21 @@ type storeNotifier struct {
 	raft.LogStore
 	count  atomic.Uint64
 	signal chan struct{} // capacity 1
+
+	// Entries and data bytes stored (log retention, retention.go).
+	entries, bytes atomic.Uint64
 }
 
 func (s *storeNotifier) StoreLogs(logs []*raft.Log) error {
 	err := s.LogStore.StoreLogs(logs)
+	if err == nil {
+		var b int
+		for _, l := range logs {
+			b += len(l.Data)
+		}
+		s.entries.Add(uint64(len(logs)))
+		s.bytes.Add(uint64(b))
+	}
 	s.count.Add(1)
 	select {
 	case s.signal <- struct{}{}:

@@ -29,7 +29,7 @@ import (
 // replicas need not agree on it.
 
 const (
-	slabBytes    = 1 << 20
+	slabBytes    = 256 << 10
 	maxSlabBlob  = 16 << 10 // bigger blobs have spans of their own
 	evacuateLive = 2        // evacuate when live*evacuateLive < used
 )

@@ -53,7 +53,7 @@ func (s *Server) registerBuiltinConfig() {
 	s.RegisterConfig("databases", func() string { return "1" }, nil)
 	s.RegisterConfig("proto-max-bulk-len", func() string { return itoa(s.maxBulk.Load()) },
 		func(v string) error {
-			n, err := parseMemory(v)
+			n, err := ParseMemory(v)
 			if err != nil {
 				return err
 			}
@@ -115,9 +115,9 @@ func (s *Server) registerBuiltinConfig() {
 	})
 }
 
-// parseMemory parses a Redis memory value: bytes, or a number with one of
+// ParseMemory parses a Redis memory value (redis.conf and CONFIG SET): bytes, or a number with one of
 // the units k, kb, m, mb, g, gb (case-insensitive).
-func parseMemory(v string) (int64, error) {
+func ParseMemory(v string) (int64, error) {
 	units := []struct {
 		suffix string
 		mul    int64

@@ -171,13 +171,13 @@ func TestGlobMatch(t *testing.T) {
 
 func TestParseMemory(t *testing.T) {
 	for in, want := range map[string]int64{"1048576": 1 << 20, "1mb": 1 << 20, "2MB": 2 << 20, "1gb": 1 << 30, "1k": 1000, "5b": 5} {
-		if got, err := parseMemory(in); err != nil || got != want {
-			t.Errorf("parseMemory(%q) = %d, %v; want %d", in, got, err, want)
+		if got, err := ParseMemory(in); err != nil || got != want {
+			t.Errorf("ParseMemory(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "x", "-1", "1tb", "1.5mb"} {
-		if _, err := parseMemory(in); err == nil {
-			t.Errorf("parseMemory(%q) accepted", in)
+		if _, err := ParseMemory(in); err == nil {
+			t.Errorf("ParseMemory(%q) accepted", in)
 		}
 	}
 }

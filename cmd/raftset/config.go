@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"raftset/cluster"
+	"raftset/resp"
 )
 
 //go:embed default.conf
@@ -28,6 +29,8 @@ type Config struct {
 	SnapshotThreshold  uint64
 	SnapshotInterval   time.Duration
 	TrailingLogs       uint64
+	SnapshotLogBytes   int64 // 0: off
+	TrailingLogBytes   int64 // 0: off
 	RequirePass        string
 	MaxIntsetEntries   int
 	MaxListpackEntries int
@@ -162,6 +165,8 @@ func directives() []directive {
 				return nil
 			},
 			func(c *Config) string { return strconv.FormatUint(c.TrailingLogs, 10) }},
+		memoryDirective("snapshot-log-size", func(c *Config) *int64 { return &c.SnapshotLogBytes }),
+		memoryDirective("trailing-log-size", func(c *Config) *int64 { return &c.TrailingLogBytes }),
 		stringDirective("requirepass", func(c *Config) *string { return &c.RequirePass }),
 		intDirective("set-max-intset-entries", func(c *Config) *int { return &c.MaxIntsetEntries }, 0),
 		intDirective("set-max-listpack-entries", func(c *Config) *int { return &c.MaxListpackEntries }, 0),
@@ -195,6 +200,20 @@ func directives() []directive {
 			},
 			func(c *Config) string { return strconv.FormatUint(c.PromoteLag, 10) }},
 	}, debugDirectives()...)
+}
+
+// memoryDirective is a size in bytes with Redis's units (64mb); 0 is off.
+func memoryDirective(name string, field func(*Config) *int64) directive {
+	return directive{name,
+		func(c *Config, v string) error {
+			n, err := resp.ParseMemory(v)
+			if err != nil {
+				return errors.New("must be a size such as 32mb, 512kb or 0 (off)")
+			}
+			*field(c) = n
+			return nil
+		},
+		func(c *Config) string { return strconv.FormatInt(*field(c), 10) }}
 }
 
 func parseDuration(v string) (time.Duration, error) {

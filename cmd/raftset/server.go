@@ -124,6 +124,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.SnapshotThreshold = cfg.SnapshotThreshold
 	cc.SnapshotInterval = cfg.SnapshotInterval
 	cc.TrailingLogs = cfg.TrailingLogs
+	cc.SnapshotLogBytes, cc.TrailingLogBytes = offIsNegative(cfg.SnapshotLogBytes), offIsNegative(cfg.TrailingLogBytes)
 	cc.Logger = logger
 	cc.ClockOffset, cc.AckBeforeCommit = cfg.Debug.ClockOffset, cfg.Debug.AckBeforeCommit
 	if d := cfg.Debug.active(); d != nil {
@@ -370,4 +371,12 @@ func (s store) Info() []resp.InfoSection {
 // ReadBatch keeps the node's batched reads visible through the adapter.
 func (s store) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]byte {
 	return s.Node.ReadBatch(ctx, cmds, stale)
+}
+
+// offIsNegative maps a directive's 0 ("off") to cluster.Config's negative.
+func offIsNegative(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

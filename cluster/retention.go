@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Log retention by size. Raft snapshots after SnapshotThreshold entries and
+// keeps TrailingLogs entries, but a group-commit entry holds anything from
+// one command to thousands: after the seed's 10M SADDs (about 40k entries)
+// raft.db had grown to 386 MB with no snapshot taken, and bbolt never gives
+// file space back, so the file — and the pages of it the node has mapped,
+// which count in its RSS — stay at that high-water mark. Counting bytes
+// bounds both: a snapshot once SnapshotLogBytes were stored since the last
+// one, and TrailingLogs lowered so the kept tail is about TrailingLogBytes.
+
+const (
+	retentionPeriod = 250 * time.Millisecond
+	minTrailingLogs = 64
+)
+
+func (n *Node) runLogRetention() {
+	defer n.wg.Done()
+	if n.cfg.SnapshotLogBytes < 0 && n.cfg.TrailingLogBytes < 0 {
+		return
+	}
+	t := time.NewTicker(retentionPeriod)
+	defer t.Stop()
+	// Bytes and entries stored up to the last snapshot this loop knows of.
+	baseBytes, baseEntries := n.stores.bytes.Load(), n.stores.entries.Load()
+	lastSnap := n.lastSnapshotIndex()
+	for {
+		select {
+		case <-n.stopCh:
+			return
+		case <-t.C:
+		}
+		if idx := n.lastSnapshotIndex(); idx != lastSnap {
+			// Raft took one (entry threshold, SAVE, catch-up install).
+			lastSnap = idx
+			baseBytes, baseEntries = n.stores.bytes.Load(), n.stores.entries.Load()
+		}
+		bytes, entries := n.stores.bytes.Load()-baseBytes, n.stores.entries.Load()-baseEntries
+		if entries >= 16 {
+			n.fitTrailingLogs(bytes / entries)
+		}
+		if n.cfg.SnapshotLogBytes < 0 || bytes < uint64(n.cfg.SnapshotLogBytes) {
+			continue
+		}
+		markBytes, markEntries := n.stores.bytes.Load(), n.stores.entries.Load()
+		start := time.Now()
+		err := n.raft.Snapshot().Error()
+		switch {
+		case err == nil:
+			n.log.Debug("snapshot for log size", "log_bytes", bytes, "entries", entries, "took", time.Since(start))
+		case errors.Is(err, raft.ErrNothingNewToSnapshot), errors.Is(err, raft.ErrRaftShutdown):
+		default:
+			n.log.Warn("snapshot for log size failed; retrying", "log_bytes", bytes, "error", err)
+			continue
+		}
+		baseBytes, baseEntries = markBytes, markEntries
+		lastSnap = n.lastSnapshotIndex()
+	}
+}
+
+// fitTrailingLogs sets Raft's TrailingLogs to TrailingLogBytes' worth of
+// entries of avg bytes, within [minTrailingLogs, cfg.TrailingLogs]; it only
+// reloads Raft's config when the value moves by more than a quarter.
+func (n *Node) fitTrailingLogs(avg uint64) {
+	if n.cfg.TrailingLogBytes < 0 {
+		return
+	}
+	want := min(max(uint64(n.cfg.TrailingLogBytes)/max(avg, 1), minTrailingLogs), n.cfg.TrailingLogs)
+	rc := n.raft.ReloadableConfig()
+	if have := rc.TrailingLogs; want*4 >= have*3 && want*4 <= have*5 {
+		return
+	}
+	rc.TrailingLogs = want
+	if err := n.raft.ReloadConfig(rc); err != nil {
+		n.log.Warn("set trailing logs", "entries", want, "error", err)
+	}
+}
+
+func (n *Node) lastSnapshotIndex() uint64 {
+	v, _ := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64)
+	return v
+}
