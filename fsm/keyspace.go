@@ -25,7 +25,7 @@ import (
 // place. Strings are never changed in place.
 //
 // Costs per key: the key bytes in the Table's arena plus 4 bytes of dense
-// offset and about 6.5 of index, then 16 (value) + 1 (kind) + 8 (deadline)
+// offset and about 8 of index and tags, then 16 (value) + 1 (kind) + 8 (deadline)
 // + 8 (version) in the chunks, and the value's own bytes: the string, or the
 // set's intset or listpack blob (or hashtable), with no wrapper object.
 type keyspace struct {

@@ -13,14 +13,18 @@ var seed = maphash.MakeSeed()
 
 // maxLoadEighths is the index load factor, in eighths: above 6/8 the index
 // grows by half. Linear probing stays short at this load and the index costs about
-// 6.5 bytes per member on average.
+// 6.5 bytes per member on average (8 with the tags).
 const maxLoadEighths = 6
 
 // Table is a set of byte strings. The zero value is an empty table.
 type Table struct {
-	arena   []byte
-	dense   []uint32
-	index   []uint32
+	arena []byte
+	dense []uint32
+	index []uint32
+	// tags[i] holds 8 bits of the hash of the member in index slot i, so a
+	// probe rejects a slot without reading the member: in a table bigger
+	// than the caches each member read is two misses (dense, then arena).
+	tags    []uint8
 	garbage int // bytes of removed members still in arena
 }
 
@@ -84,7 +88,7 @@ func (t *Table) Add(m []byte) bool {
 	t.arena = appendMember(t.arena, m)
 	for i := t.home(h); ; i = t.next(i) {
 		if t.index[i] == 0 {
-			t.index[i] = uint32(pos + 1)
+			t.index[i], t.tags[i] = uint32(pos+1), tagOf(h)
 			return true
 		}
 	}
@@ -173,7 +177,7 @@ func (t *Table) Clone() *Table {
 
 // MemoryUsage estimates the bytes the table holds on the heap.
 func (t *Table) MemoryUsage() int {
-	return cap(t.arena) + 4*cap(t.dense) + 4*cap(t.index) + 64
+	return cap(t.arena) + 4*cap(t.dense) + 5*cap(t.index) + 64
 }
 
 // find returns the index slot and dense position of m, or (-1, -1).
@@ -181,12 +185,13 @@ func (t *Table) find(m []byte, h uint64) (slot, pos int) {
 	if len(t.index) == 0 {
 		return -1, -1
 	}
+	tag := tagOf(h)
 	for i := t.home(h); ; i = t.next(i) {
 		v := t.index[i]
 		if v == 0 {
 			return -1, -1
 		}
-		if bytes.Equal(t.At(int(v-1)), m) {
+		if t.tags[i] == tag && bytes.Equal(t.At(int(v-1)), m) {
 			return i, int(v - 1)
 		}
 	}
@@ -213,7 +218,7 @@ func (t *Table) deleteSlot(i int) {
 			} else if i < k || k <= j {
 				continue
 			}
-			t.index[i] = v
+			t.index[i], t.tags[i] = v, t.tags[j]
 			i = j
 			break
 		}
@@ -221,11 +226,12 @@ func (t *Table) deleteSlot(i int) {
 }
 
 func (t *Table) rehash(size int) {
-	t.index = make([]uint32, size)
+	t.index, t.tags = make([]uint32, size), make([]uint8, size)
 	for pos := range t.dense {
-		for i := t.home(maphash.Bytes(seed, t.At(pos))); ; i = t.next(i) {
+		h := maphash.Bytes(seed, t.At(pos))
+		for i := t.home(h); ; i = t.next(i) {
 			if t.index[i] == 0 {
-				t.index[i] = uint32(pos + 1)
+				t.index[i], t.tags[i] = uint32(pos+1), tagOf(h)
 				break
 			}
 		}
@@ -252,6 +258,9 @@ func (t *Table) home(h uint64) int {
 	hi, _ := bits.Mul64(h, uint64(len(t.index)))
 	return int(hi)
 }
+
+// tagOf takes the hash's low bits: home uses its high ones.
+func tagOf(h uint64) uint8 { return uint8(h) }
 
 func (t *Table) next(i int) int {
 	if i++; i == len(t.index) {

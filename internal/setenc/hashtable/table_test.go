@@ -206,6 +206,33 @@ func BenchmarkTable10k(b *testing.B) {
 	})
 }
 
+// BenchmarkLookup200k looks up random keys of a table the size of the seed
+// dataset's keyspace (200,000 twelve-digit keys), which outgrows the caches:
+// what the state machine pays per command to find its key.
+func BenchmarkLookup200k(b *testing.B) {
+	ms := make([][]byte, 200_000)
+	for i := range ms {
+		ms[i] = fmt.Appendf(nil, "%012d", i*7)
+	}
+	tb := New(0)
+	for _, m := range ms {
+		tb.Add(m)
+	}
+	src := rand.New(rand.NewPCG(1, 2))
+	b.Run("Hit", func(b *testing.B) {
+		for b.Loop() {
+			tb.Find(ms[src.IntN(len(ms))])
+		}
+	})
+	b.Run("Miss", func(b *testing.B) {
+		miss := make([]byte, 12)
+		for b.Loop() {
+			miss = fmt.Appendf(miss[:0], "%012d", src.IntN(len(ms))*7+3)
+			tb.Find(miss)
+		}
+	})
+}
+
 // BenchmarkMemory10k reports heap bytes per member for 100 tables of 10,000
 // twelve-digit members (issue 2's target: at most 40 bytes per member).
 func BenchmarkMemory10k(b *testing.B) {
