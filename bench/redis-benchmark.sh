@@ -89,10 +89,20 @@ if [ "$MEMORY" = 1 ]; then
   for port in "$sp" "$rp"; do
     redis-benchmark -p "$port" -c 50 -P 10 -n 10000000 -r 200000 --threads 2 -q sadd __rand_int__ __rand_int__ >/dev/null
   done
-  for name in raftset redis; do
-    port=$sp; [ $name = redis ] && port=$rp
-    mem=$(redis-cli -p "$port" INFO memory | tr -d '\r' | awk -F: '$1=="used_memory"||$1=="used_memory_rss"{printf "%s=%.1fMB ", $1, $2/1e6}')
-    keys=$(redis-cli -p "$port" DBSIZE)
-    echo "$name: keys=$keys $mem"
+  info() { redis-cli -p "$1" INFO memory | tr -d '\r' | awk -F: -v k="$2" '$1==k{print $2}'; }
+  mem() { echo "used_memory=$(echo "$(info "$1" used_memory) / 1000000" | bc -l | xargs printf '%.1f')MB" \
+    "used_memory_rss=$(echo "$(info "$1" used_memory_rss) / 1000000" | bc -l | xargs printf '%.1f')MB"; }
+  echo "raftset right after the load: keys=$(redis-cli -p "$sp" DBSIZE) $(mem "$sp")"
+  # raftset packs the sets into slabs once they stop changing (fsm/defrag.go):
+  # a key must stay unchanged for three defragmenter cycles. Wait until a
+  # cycle moves nothing more (bounded), then read again.
+  start=$(info "$sp" active_defrag_cycles); moved=-1; waited=0
+  while [ "$waited" -lt 120 ]; do
+    sleep 2; waited=$((waited + 2))
+    now=$(info "$sp" active_defrag_moved_bytes); cycles=$(info "$sp" active_defrag_cycles)
+    if [ "$now" = "$moved" ] && [ $((cycles - start)) -ge 5 ]; then break; fi
+    moved=$now
   done
+  echo "raftset at rest (+${waited}s, defragmented): keys=$(redis-cli -p "$sp" DBSIZE) $(mem "$sp")"
+  echo "redis: keys=$(redis-cli -p "$rp" DBSIZE) $(mem "$rp")"
 fi

@@ -546,7 +546,9 @@ func (n *Node) runCompleter() {
 			n.log.Debug("write not applied", "ops", fl.nops, "error", err)
 		} else {
 			var ok bool
-			replies, ok = repliesOf(fl.fut.Response())
+			resp := fl.fut.Response()
+			replies, ok = repliesOf(resp)
+			dropReplies(resp)
 			if !ok || len(replies) != fl.nops {
 				n.log.Error("state machine reply does not match the entry", "ops", fl.nops, "replies", len(replies))
 				errReply = replyUnknownInternal

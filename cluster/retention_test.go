@@ -26,21 +26,18 @@ func TestLogRetentionBySize(t *testing.T) {
 			t.Fatalf("write %d: %q", i, got[0])
 		}
 	}
-	waitFor(t, "a snapshot for the log's size", 10*time.Second, func() bool { return n.lastSnapshotIndex() > 0 })
-	waitFor(t, "the log trimmed to its trailing bytes", 10*time.Second, func() bool {
+	waitFor(t, "a snapshot for the log's size", 10*time.Second, func() bool {
 		first, _ := n.logs.FirstIndex()
-		last, _ := n.logs.LastIndex()
-		return first > 1 && last-first+1 < 300
+		return n.lastSnapshotIndex() > 0 && first > 1
 	})
+	// Raft compacts up to the snapshot's index minus TrailingLogs, which the
+	// node set to about 64 KiB of ~520-byte entries: about 125.
 	first, _ := n.logs.FirstIndex()
-	last, _ := n.logs.LastIndex()
-	// 64 KiB of ~520-byte entries is about 125 kept; Raft keeps them behind
-	// the snapshot index, which may trail the last index by what arrived
-	// while it was taken.
-	if kept := last - first + 1; kept < minTrailingLogs {
-		t.Fatalf("kept %d entries, fewer than the minimum %d", kept, minTrailingLogs)
+	kept := n.lastSnapshotIndex() - first + 1
+	if kept < minTrailingLogs || kept > 160 {
+		t.Fatalf("kept %d entries behind the snapshot, want about 64 KiB / 520 B ≈ 125", kept)
 	}
 	if rc := n.raft.ReloadableConfig(); rc.TrailingLogs < 100 || rc.TrailingLogs > 160 {
-		t.Fatalf("TrailingLogs = %d, want about 64 KiB / 520 B ≈ 125", rc.TrailingLogs)
+		t.Fatalf("TrailingLogs = %d, want about 125", rc.TrailingLogs)
 	}
 }

@@ -67,6 +67,15 @@ func repliesOf(resp any) ([][]byte, bool) {
 	return r.Replies, true
 }
 
+// dropReplies lets the reply buffers of an entry go once they were handed
+// out: Raft's log cache keeps each recent entry's apply future, and with it
+// this response, for as long as the entry stays cached.
+func dropReplies(resp any) {
+	if r, ok := resp.(*fsm.ApplyResult); ok && r != nil {
+		r.Replies = nil
+	}
+}
+
 // AuxMembers is the snapshot AUX field that records the Raft configuration
 // when the snapshot was taken: "voter:id=addr,nonvoter:id=addr,...".
 const AuxMembers = "raftset-members"
