@@ -41,6 +41,10 @@ type metaFSM struct {
 	stateMachine
 	mu    sync.Mutex
 	addrs map[string]string
+
+	// checkRestore, when set, may refuse a restore before it starts
+	// (stalesnap.go).
+	checkRestore func() error
 }
 
 func newMetaFSM(f stateMachine) *metaFSM {
@@ -91,6 +95,12 @@ func (m *metaFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 
 // Restore restores the state machine, then the map from its AUX field.
 func (m *metaFSM) Restore(rc io.ReadCloser) error {
+	if m.checkRestore != nil {
+		if err := m.checkRestore(); err != nil {
+			rc.Close()
+			return err
+		}
+	}
 	if err := m.stateMachine.Restore(rc); err != nil {
 		return err
 	}

@@ -32,6 +32,10 @@ type Node struct {
 	stores *storeNotifier
 	bolt   *raftboltdb.BoltStore
 	snaps  raft.SnapshotStore
+	opened *openedSnapshots // snaps, noting what Raft opens (stalesnap.go)
+	// raftStarted is set once n.raft is assigned; Raft's goroutines, started
+	// inside NewRaft, read n.raft only after seeing it.
+	raftStarted atomic.Bool
 
 	ctx     context.Context // canceled by Close
 	cancel  context.CancelFunc
@@ -158,6 +162,9 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	if cfg.wrapLogStore != nil {
 		n.logs = cfg.wrapLogStore(n.logs)
 	}
+	n.opened = &openedSnapshots{SnapshotStore: n.snaps}
+	n.snaps = n.opened
+	n.meta.checkRestore = n.refuseStaleRestore
 	n.stores = &storeNotifier{LogStore: n.logs, signal: make(chan struct{}, 1)}
 	n.logs = n.stores
 	switch {
@@ -219,6 +226,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	n.raftStarted.Store(true) // publishes n.raft to Raft's own goroutines
 	if bootstrap {
 		// Every node of a static cluster bootstraps the same configuration:
 		// this node's entry takes its address from Peers when listed there.
