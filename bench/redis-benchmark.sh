@@ -86,13 +86,13 @@ if [ "$MEMORY" = 1 ]; then
   echo "memory after 10,000,000 SADDs over 200,000 keys (-P 10 -c 50)"
   rp=$(free_port); start_redis "$rp" "$work/redis-mem"
   sp=$(free_port); start_raftset "$sp" "$work/raftset-mem"
-  for port in "$sp" "$rp"; do
-    redis-benchmark -p "$port" -c 50 -P 10 -n 10000000 -r 200000 --threads 2 -q sadd __rand_int__ __rand_int__ >/dev/null
-  done
+  load() { redis-benchmark -p "$1" -c 50 -P 10 -n 10000000 -r 200000 --threads 2 -q sadd __rand_int__ __rand_int__ >/dev/null; }
   info() { redis-cli -p "$1" INFO memory | tr -d '\r' | awk -F: -v k="$2" '$1==k{print $2}'; }
   mem() { echo "used_memory=$(echo "$(info "$1" used_memory) / 1000000" | bc -l | xargs printf '%.1f')MB" \
     "used_memory_rss=$(echo "$(info "$1" used_memory_rss) / 1000000" | bc -l | xargs printf '%.1f')MB"; }
+  load "$sp"
   echo "raftset right after the load: keys=$(redis-cli -p "$sp" DBSIZE) $(mem "$sp")"
+  load "$rp" # about a minute, during which raftset is idle
   # raftset packs the sets into slabs once they stop changing (fsm/defrag.go):
   # a key must stay unchanged for three defragmenter cycles. Wait until a
   # cycle moves nothing more (bounded), then read again.
@@ -103,6 +103,6 @@ if [ "$MEMORY" = 1 ]; then
     if [ "$now" = "$moved" ] && [ $((cycles - start)) -ge 5 ]; then break; fi
     moved=$now
   done
-  echo "raftset at rest (+${waited}s, defragmented): keys=$(redis-cli -p "$sp" DBSIZE) $(mem "$sp")"
+  echo "raftset at rest (after redis's load +${waited}s, defragmented): keys=$(redis-cli -p "$sp" DBSIZE) $(mem "$sp")"
   echo "redis: keys=$(redis-cli -p "$rp" DBSIZE) $(mem "$rp")"
 fi

@@ -74,6 +74,21 @@
 // Only the leader deletes expired keys, by proposing "raftset.expire k..."
 // for keys the state machine samples, ten times a second.
 //
+// # Memory and log size (defrag.go, retention.go)
+//
+// Every node runs the state machine's defragmenter (fsm/defrag.go) in short
+// steps and hands the spans it empties back to the OS. The log is bounded by
+// bytes as well as entries: a snapshot once snapshot-log-size bytes of
+// entries were stored since the last one, and TrailingLogs lowered to about
+// trailing-log-size bytes of recent entries, because group commit makes
+// entry sizes vary by orders of magnitude and raft.db never shrinks.
+//
+// # Stale snapshots (stalesnap.go)
+//
+// Raft installs any InstallSnapshot of the current term; one older than the
+// applied state (a stale replication goroutine after remove and re-add) is
+// refused, since restoring it rolls the state back behind a compacted log.
+//
 // # Start and restart (node.go)
 //
 // A node with Bootstrap set and an empty store bootstraps itself with Peers
