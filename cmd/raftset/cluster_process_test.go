@@ -101,12 +101,7 @@ func TestClusterProcessesKill9Leader(t *testing.T) {
 	}
 	nodes := startCluster(t, 3)
 	l := leaderOf(t, nodes, nil)
-	var fol []*clusterProc
-	for _, cp := range nodes {
-		if cp != l {
-			fol = append(fol, cp)
-		}
-	}
+	fol := followersOf(nodes, l)
 	c0, c1 := dial(t, fol[0].addr), dial(t, fol[1].addr)
 	if r := do(t, c0, "SADD", "greeting", "hello"); r != ":1\r\n" {
 		t.Fatalf("SADD through follower = %q", r)
@@ -269,4 +264,15 @@ func waitConverged(t *testing.T, nodes []*clusterProc) string {
 		return true
 	})
 	return digest
+}
+
+// followersOf returns the nodes other than l.
+func followersOf(nodes []*clusterProc, l *clusterProc) []*clusterProc {
+	var out []*clusterProc
+	for _, cp := range nodes {
+		if cp != l {
+			out = append(out, cp)
+		}
+	}
+	return out
 }

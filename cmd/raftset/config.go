@@ -106,6 +106,20 @@ func intDirective(name string, field func(*Config) *int, min int) directive {
 		func(c *Config) string { return strconv.Itoa(*field(c)) }}
 }
 
+// countDirective is a positive count (entries, not bytes).
+func countDirective(name string, field func(*Config) *uint64) directive {
+	return directive{name,
+		func(c *Config, v string) error {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil || n == 0 {
+				return errors.New("must be a positive integer")
+			}
+			*field(c) = n
+			return nil
+		},
+		func(c *Config) string { return strconv.FormatUint(*field(c), 10) }}
+}
+
 func stringDirective(name string, field func(*Config) *string) directive {
 	return directive{name,
 		func(c *Config, v string) error { *field(c) = v; return nil },
@@ -135,16 +149,7 @@ func directives() []directive {
 		stringDirective("node-id", func(c *Config) *string { return &c.NodeID }),
 		stringDirective("raft-addr", func(c *Config) *string { return &c.RaftAddr }),
 		stringDirective("dir", func(c *Config) *string { return &c.Dir }),
-		{"snapshot-threshold",
-			func(c *Config, v string) error {
-				n, err := strconv.ParseUint(v, 10, 64)
-				if err != nil || n == 0 {
-					return errors.New("must be a positive integer")
-				}
-				c.SnapshotThreshold = n
-				return nil
-			},
-			func(c *Config) string { return strconv.FormatUint(c.SnapshotThreshold, 10) }},
+		countDirective("snapshot-threshold", func(c *Config) *uint64 { return &c.SnapshotThreshold }),
 		{"snapshot-interval",
 			func(c *Config, v string) error {
 				d, err := parseDuration(v)
@@ -155,16 +160,7 @@ func directives() []directive {
 				return nil
 			},
 			func(c *Config) string { return c.SnapshotInterval.String() }},
-		{"trailing-logs",
-			func(c *Config, v string) error {
-				n, err := strconv.ParseUint(v, 10, 64)
-				if err != nil || n == 0 {
-					return errors.New("must be a positive integer")
-				}
-				c.TrailingLogs = n
-				return nil
-			},
-			func(c *Config) string { return strconv.FormatUint(c.TrailingLogs, 10) }},
+		countDirective("trailing-logs", func(c *Config) *uint64 { return &c.TrailingLogs }),
 		memoryDirective("snapshot-log-size", func(c *Config) *int64 { return &c.SnapshotLogBytes }),
 		memoryDirective("trailing-log-size", func(c *Config) *int64 { return &c.TrailingLogBytes }),
 		stringDirective("requirepass", func(c *Config) *string { return &c.RequirePass }),
@@ -189,16 +185,7 @@ func directives() []directive {
 		addrDirective("join", func(c *Config) *string { return &c.Join }),
 		stringDirective("cluster-secret", func(c *Config) *string { return &c.ClusterSecret }),
 		stringDirective("sentinel-master-name", func(c *Config) *string { return &c.MasterName }),
-		{"promote-lag",
-			func(c *Config, v string) error {
-				n, err := strconv.ParseUint(v, 10, 64)
-				if err != nil || n == 0 {
-					return errors.New("must be a positive integer")
-				}
-				c.PromoteLag = n
-				return nil
-			},
-			func(c *Config) string { return strconv.FormatUint(c.PromoteLag, 10) }},
+		countDirective("promote-lag", func(c *Config) *uint64 { return &c.PromoteLag }),
 	}, debugDirectives()...)
 }
 

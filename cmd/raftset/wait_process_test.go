@@ -18,12 +18,7 @@ func TestClusterProcessesWaitPausedFollower(t *testing.T) {
 	}
 	nodes := startCluster(t, 3)
 	l := leaderOf(t, nodes, nil)
-	var fol []*clusterProc
-	for _, cp := range nodes {
-		if cp != l {
-			fol = append(fol, cp)
-		}
-	}
+	fol := followersOf(nodes, l)
 	c := dial(t, l.addr)
 	if r := do(t, c, "SADD", "s", "a"); r != ":1\r\n" {
 		t.Fatalf("SADD = %q", r)
