@@ -52,9 +52,9 @@ func schedule(seed uint64, kinds []string, nodes []string, total time.Duration) 
 		case "pause-leader":
 			// Longer than the election timeout (500 ms default, 1 s before).
 			f.Kind, f.Target, f.Hold = "pause", "leader", ms(2000, 2500)
-		case "partition-majority", "partition-ring":
+		case "partition-ring":
 			f.Kind, f.Net, f.Hold = "partition", strings.TrimPrefix(kind, "partition-"), ms(2000, 4000)
-		case "partition-leader", "partition-oneway":
+		case "partition-majority", "partition-leader", "partition-oneway":
 			f.Kind, f.Target, f.Net, f.Hold = "partition", "leader", strings.TrimPrefix(kind, "partition-"), ms(2000, 4000)
 		case "remove-leader":
 			f.Kind, f.Target, f.Hold = "remove", "leader", ms(1000, 3000)

@@ -95,6 +95,15 @@ func buildPartition(kind string, nodes []string, leader string, pick uint64) (pa
 	switch kind {
 	case netMajority:
 		k := (len(nodes) - 1) / 2
+		if i := slices.Index(shuffled, leader); i >= 0 {
+			// Half the time the leader is in the minority, where it
+			// must stop serving; the other half it keeps its quorum.
+			j := len(shuffled) - 1
+			if pick%2 == 0 {
+				j = 0
+			}
+			shuffled[j], shuffled[i] = shuffled[i], shuffled[j]
+		}
 		return cutGroups(kind, shuffled[:k], shuffled[k:]), nil
 	case netLeader:
 		if leader == "" {
@@ -238,6 +247,16 @@ func TestPartitionShapes(t *testing.T) {
 				}
 			}
 		}
+	}
+	inMinority := 0
+	for pick := uint64(0); pick < 20; pick++ {
+		p, _ := buildPartition(netMajority, []string{"n1", "n2", "n3", "n4", "n5"}, "n4", pick)
+		if len(p.Drop["n4"]) == 3 {
+			inMinority++
+		}
+	}
+	if inMinority != 10 {
+		t.Errorf("the leader was in the minority in %d of 20 majority splits", inMinority)
 	}
 	a, _ := buildPartition(netMajority, []string{"n1", "n2", "n3", "n4", "n5"}, "", 7)
 	b, _ := buildPartition(netMajority, []string{"n1", "n2", "n3", "n4", "n5"}, "", 7)
