@@ -328,13 +328,15 @@ func (c *procCluster) Paused(node string) bool {
 	return c.nodes[node].paused
 }
 
-// Leader asks every running, unpaused node for ROLE and returns the one
-// node that says master, polling every 100 ms for at most within.
-func (c *procCluster) Leader(within time.Duration) string {
+func (c *procCluster) Leader(within time.Duration) string { return leaderByRole(c, within) }
+
+// leaderByRole asks every running, unpaused node for ROLE and returns the
+// one node that says master, polling every 100 ms for at most within.
+func leaderByRole(c Cluster, within time.Duration) string {
 	deadline := time.Now().Add(within)
 	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
 		var masters []string
-		for _, id := range c.order {
+		for _, id := range c.Nodes() {
 			if !c.Running(id) || c.Paused(id) {
 				continue
 			}
