@@ -71,8 +71,18 @@ func matrixSeed(t *testing.T, def uint64) uint64 {
 	}
 }
 
+// ciTier: JEPSEN_TIER=ci runs only the rows marked CI, 40 s each unless
+// JEPSEN_DURATION says otherwise.
+func ciTier() bool { return os.Getenv("JEPSEN_TIER") == "ci" }
+
+const ciDuration = 40 * time.Second
+
 func (m matrixEntry) scenario(t *testing.T) scenario {
-	sc := smokeScenario(matrixSeed(t, m.Seed), duration(t, m.Duration))
+	d := m.Duration
+	if ciTier() {
+		d = ciDuration
+	}
+	sc := smokeScenario(matrixSeed(t, m.Seed), duration(t, d))
 	sc.Name, sc.Backend, sc.Nodes, sc.Faults = m.Name, m.Backend, m.Nodes, m.Faults
 	sc.ServerArgs, sc.MinSnapshotInstalls = m.Args, m.MinSnapshotInstalls
 	if m.Nodes == 5 {
@@ -84,9 +94,13 @@ func (m matrixEntry) scenario(t *testing.T) scenario {
 }
 
 // TestJepsen runs the scenario matrix, one subtest per row:
-// -run 'TestJepsen/^partition-majority-5$' runs one.
+// -run '^TestJepsen$/^partition-majority-5$' runs one; JEPSEN_TIER=ci runs
+// the CI rows.
 func TestJepsen(t *testing.T) {
 	for _, m := range matrix {
+		if ciTier() && !m.CI {
+			continue // not part of this tier: not run, not reported
+		}
 		t.Run(m.Name, func(t *testing.T) {
 			res := runScenario(t, m.scenario(t))
 			assertValid(t, res)
@@ -107,7 +121,7 @@ func TestMatrixShape(t *testing.T) {
 			t.Errorf("duplicate row %s", m.Name)
 		}
 		seen[m.Name] = true
-		sched := schedule(m.Seed, m.Faults, make([]string, m.Nodes), m.Duration-2*time.Second)
+		sched := schedule(m.Seed, m.Faults, make([]string, m.Nodes), min(m.Duration, ciDuration)-2*time.Second)
 		if len(sched) == 0 {
 			t.Errorf("%s: empty schedule", m.Name)
 		}
