@@ -37,16 +37,24 @@ func (c *procCluster) viaNode(exclude string) string {
 	return ""
 }
 
+// errRemovedDespiteTryAgain: RAFT.REMOVE said -TRYAGAIN, and a retry
+// found the node already removed: the first attempt did happen.
+var errRemovedDespiteTryAgain = errors.New("RAFT.REMOVE answered -TRYAGAIN, yet the node was removed")
+
 func (c *procCluster) Remove(node string) error {
 	var last error
 	// The nemesis may retry: it is not a client under test. -TRYAGAIN
-	// means the removal was not proposed (no leader at that moment).
+	// should mean the removal was not proposed (no leader at that moment).
 	for i := 0; i < 20; i++ {
 		via := c.viaNode(node)
 		if via == "" {
 			return fmt.Errorf("remove %s: no other node is running", node)
 		}
-		last = adminCommand(c.Addr(via), "RAFT.REMOVE", node)
+		err := adminCommand(c.Addr(via), "RAFT.REMOVE", node)
+		if err != nil && last != nil && strings.Contains(err.Error(), "no member with id") {
+			return fmt.Errorf("%w: %v, then %v", errRemovedDespiteTryAgain, last, err)
+		}
+		last = err
 		if last == nil || !strings.Contains(last.Error(), "TRYAGAIN") {
 			return last
 		}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -29,7 +30,7 @@ type fault struct {
 var (
 	faultsKillPause = []string{"kill-random", "kill-leader", "pause-leader"}
 	faultsPartition = []string{"partition-majority", "partition-leader", "partition-ring", "partition-oneway"}
-	faultsMember    = []string{"remove-leader", "remove-random", "remove-wipe", "remove-isolated"}
+	faultsMember    = []string{"remove-leader", "remove-random", "remove-wipe", "remove-isolated", "island"}
 )
 
 // schedule draws faults from kinds until total is filled. The same seed
@@ -66,6 +67,10 @@ func schedule(seed uint64, kinds []string, nodes []string, total time.Duration) 
 			// Cut a follower off, remove it while it cannot hear of its
 			// removal, heal, and let it come back with its old state.
 			f.Kind, f.Target, f.Net, f.Hold = "remove", "follower", netLeader, ms(2000, 3000)
+		case "island":
+			// Jepsen's island: cut the leader off, then ask it to remove
+			// every other node. It cannot commit that without them.
+			f.Kind, f.Target, f.Net, f.Hold = "island", "leader", netLeader, ms(2000, 2000)
 		case "snapshot-catchup":
 			// Down long enough for more than --trailing-logs entries.
 			f.Kind, f.Target, f.Hold = "snapshot", "follower", ms(3000, 2000)
@@ -88,6 +93,9 @@ type nemesisStats struct {
 	// restarted node logged that it installed the leader's snapshot.
 	SnapshotInstalls int      `json:"snapshot_installs"`
 	SnapshotMisses   []string `json:"snapshot_misses,omitempty"`
+	// RemoveTryAgainDone counts RAFT.REMOVE calls answered -TRYAGAIN
+	// ("not done, retry") whose removal happened anyway.
+	RemoveTryAgainDone int `json:"remove_tryagain_but_done,omitempty"`
 	Errors           []string `json:"errors,omitempty"`
 }
 
@@ -156,10 +164,55 @@ func (nm *nemesis) inject(f fault, target string) (string, func() error, error) 
 		heal := func() error {
 			return errors.Join(cl.HealNetwork(), mc.Rejoin(target, f.Wipe), mc.WaitVoter(target, 30*time.Second))
 		}
-		if err := mc.Remove(target); err != nil {
+		err := mc.Remove(target)
+		if errors.Is(err, errRemovedDespiteTryAgain) {
+			nm.stats.RemoveTryAgainDone++
+			nm.rec.nemesis("remove-tryagain-but-done", err.Error())
+			err = nil
+		}
+		if err != nil {
 			return desc, nil, errors.Join(err, cl.HealNetwork())
 		}
 		return desc, heal, nil
+	case "island":
+		p, err := buildPartition(f.Net, cl.Nodes(), target, f.Pick)
+		if err != nil {
+			return "", nil, err
+		}
+		if err := cl.Partition(p); err != nil {
+			return "", nil, err
+		}
+		var others []string
+		for _, id := range cl.Nodes() {
+			if id != target {
+				others = append(others, id)
+			}
+		}
+		replies := make([]string, len(others))
+		var wg sync.WaitGroup
+		for i, id := range others {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				replies[i] = rawCommand(cl.Addr(target), 3*time.Second, "RAFT.REMOVE", id)
+			}()
+		}
+		wg.Wait()
+		for i, id := range others {
+			nm.rec.nemesis("island-remove", fmt.Sprintf("%s asked to remove %s: %s", target, id, replies[i]))
+			if replies[i] == "+OK" {
+				nm.stats.Errors = append(nm.stats.Errors,
+					fmt.Sprintf("island: %s, cut off from every peer, acknowledged RAFT.REMOVE %s", target, id))
+			}
+		}
+		heal := func() error {
+			errs := []error{cl.HealNetwork()}
+			for _, id := range others {
+				errs = append(errs, waitVoter(cl, id, 30*time.Second))
+			}
+			return errors.Join(errs...)
+		}
+		return p.String() + ", then " + target + " was asked to remove " + strings.Join(others, ","), heal, nil
 	case "snapshot":
 		if err := cl.Kill9(target); err != nil {
 			return target, nil, err
@@ -253,6 +306,24 @@ func adminCommand(addr string, args ...string) error {
 		return fmt.Errorf("%s on %s: %s", args[0], addr, r.str)
 	}
 	return nil
+}
+
+// rawCommand sends one command and returns the reply as text ("+OK",
+// "-ERR ...", ":1") or the I/O error.
+func rawCommand(addr string, timeout time.Duration, args ...string) string {
+	c, err := dialConn(addr, timeout)
+	if err != nil {
+		return "dial: " + err.Error()
+	}
+	defer c.Close()
+	r, err := c.Do(args...)
+	switch {
+	case err != nil:
+		return "error: " + err.Error()
+	case r.kind == ':':
+		return fmt.Sprintf(":%d", r.n)
+	}
+	return string(r.kind) + r.str
 }
 
 // waitLogLine polls (bounded) until node's log, since its latest start,

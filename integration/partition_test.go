@@ -3,13 +3,18 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 // partition is a network fault in Jepsen's "grudge" form. Drop[a] lists
@@ -262,5 +267,91 @@ func TestPartitionShapes(t *testing.T) {
 	b, _ := buildPartition(netMajority, []string{"n1", "n2", "n3", "n4", "n5"}, "", 7)
 	if a.String() != b.String() {
 		t.Errorf("same pick, different partitions: %s, %s", a, b)
+	}
+}
+
+// TestCheckerFlagsReadonlyDuringPartition: a follower is cut off from its
+// peers (clients still reach it); a writer adds elements through the
+// leader. Read with READONLY (stale local reads, unsafe on purpose), the
+// cut-off follower misses every one of them and the checker must say
+// Illegal; read linearizably (the default), the same follower must refuse
+// or time out rather than answer stale, and the same checker says Ok.
+func TestCheckerFlagsReadonlyDuringPartition(t *testing.T) {
+	seed := seedFor(t)
+	dir := artifactDir(t, "readonly-partition", seed)
+	cl := newProcClusterWith(t, clusterOpts{Nodes: 3, Netns: true}, dir)
+	if err := cl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReady(cl, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	leader := cl.Leader(10 * time.Second)
+	if leader == "" {
+		t.Fatal("no leader")
+	}
+	li, fi := slices.Index(cl.Nodes(), leader), 0
+	if fi == li {
+		fi = 1
+	}
+	follower := cl.Nodes()[fi]
+	p := cutGroups("isolate-follower", []string{follower}, slices.DeleteFunc(cl.Nodes(), func(s string) bool { return s == follower }))
+	writeJSON(t, filepath.Join(dir, "config.json"), map[string]any{"name": "readonly-partition", "seed": seed,
+		"nodes": 3, "leader": leader, "reader": follower, "partition": p, "pairs_per_mode": 50})
+	rec, err := newRecorder(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	if err := cl.Partition(p); err != nil {
+		t.Fatal(err)
+	}
+	rec.nemesis("start-partition", p.String())
+	ids := &procIDs{}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	check := func(mode string, readOnly bool) (linResult, int) {
+		writer := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: li, timeout: 2 * time.Second, pin: true}
+		reader := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: fi, timeout: time.Second, pin: true, readOnly: readOnly}
+		answered := 0
+		for i := 0; i < 50 && ctx.Err() == nil; i++ {
+			if !writer.connect(ctx) || !reader.connect(ctx) {
+				continue
+			}
+			key := fmt.Sprintf("lin:%s:%d", mode, i)
+			if o := writer.do("sadd", key, 1); o.Outcome != outOK {
+				continue
+			}
+			if o := reader.do("sismember", key, 1); o.Outcome == outOK {
+				answered++
+			}
+		}
+		var ops []op
+		for _, o := range rec.operations() {
+			if strings.HasPrefix(o.Key, "lin:"+mode+":") {
+				ops = append(ops, o)
+			}
+		}
+		res, err := checkLinearizable(ops, filepath.Join(dir, mode+".html"), 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, answered
+	}
+	safe, safeAnswered := check("linearizable", false)
+	unsafe, unsafeAnswered := check("readonly", true)
+	if err := cl.HealNetwork(); err != nil {
+		t.Fatal(err)
+	}
+	rec.nemesis("stop-partition", "")
+	writeJSON(t, filepath.Join(dir, "result.json"), map[string]any{"linearizable": safe, "readonly": unsafe,
+		"linearizable_reads_answered": safeAnswered, "readonly_reads_answered": unsafeAnswered})
+	t.Logf("cut-off follower %s: linearizable reads answered %d/50, porcupine %s; READONLY reads answered %d/50, porcupine %s (%s)",
+		follower, safeAnswered, safe.Result, unsafeAnswered, unsafe.Result, unsafe.Visualization)
+	if safe.Result != string(porcupine.Ok) {
+		t.Errorf("linearizable reads on a cut-off follower: %+v", safe)
+	}
+	if unsafeAnswered == 0 || unsafe.Result != string(porcupine.Illegal) {
+		t.Errorf("the checker did not flag READONLY reads on a cut-off follower (%d answered): %+v", unsafeAnswered, unsafe)
 	}
 }
