@@ -95,8 +95,8 @@ type nemesisStats struct {
 	SnapshotMisses   []string `json:"snapshot_misses,omitempty"`
 	// RemoveTryAgainDone counts RAFT.REMOVE calls answered -TRYAGAIN
 	// ("not done, retry") whose removal happened anyway.
-	RemoveTryAgainDone int `json:"remove_tryagain_but_done,omitempty"`
-	Errors           []string `json:"errors,omitempty"`
+	RemoveTryAgainDone int      `json:"remove_tryagain_but_done,omitempty"`
+	Errors             []string `json:"errors,omitempty"`
 }
 
 // nemesis runs a schedule against a cluster.
