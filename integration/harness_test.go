@@ -179,7 +179,7 @@ func (c *procCluster) Nodes() []string { return append([]string(nil), c.order...
 func (c *procCluster) Addr(node string) string { return c.nodes[node].addr }
 
 func (c *procCluster) start(n *procNode) error {
-	if n.cmd != nil {
+	if c.reap(n) {
 		return fmt.Errorf("%s already running", n.id)
 	}
 	lf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -210,6 +210,21 @@ func (c *procCluster) start(n *procNode) error {
 	}()
 	n.cmd, n.done, n.paused = cmd, done, false
 	return nil
+}
+
+// reap forgets a process that exited on its own (a crash) and reports
+// whether the node's process is still there.
+func (c *procCluster) reap(n *procNode) bool {
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.done:
+		n.cmd, n.paused = nil, false
+		return false
+	default:
+		return true
+	}
 }
 
 // signalAndWait sends sig to the node's process (by pid) and waits up to d
@@ -319,7 +334,7 @@ func (c *procCluster) Resume(node string) error {
 func (c *procCluster) Running(node string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.nodes[node].cmd != nil
+	return c.reap(c.nodes[node])
 }
 
 func (c *procCluster) Paused(node string) bool {

@@ -267,7 +267,7 @@ func assertValid(t *testing.T, res result) {
 
 func smokeScenario(seed uint64, d time.Duration) scenario {
 	return scenario{
-		Name: "smoke", Seed: seed, Nodes: 3, Duration: d, Faults: faultsKillPause,
+		Name: "smoke", Seed: seed, Backend: "procs", Nodes: 3, Duration: d, Faults: faultsKillPause,
 		Lin:      linWorkload{Workers: 6, GroupSize: 3, OpsPerKey: 150, Elems: 8, MaxOps: 100000},
 		Set:      setWorkload{Workers: 3, Key: "set:full", MaxOps: 100000},
 		ClientTO: 2 * time.Second, Recovery: 30 * time.Second, CheckLimit: 60 * time.Second,

@@ -104,7 +104,7 @@ func leadersFromLog(log string) []uint64 {
 type leaderTerms struct {
 	Polls        int               `json:"polls"`
 	Terms        int               `json:"terms_with_a_leader"`
-	LeadersByLog map[string]string `json:"leaders,omitempty"` // term → node(s)
+	LeadersByTerm map[string]string `json:"leaders,omitempty"` // term → node(s)
 	Conflicts    []string          `json:"conflicts,omitempty"`
 }
 
@@ -135,7 +135,7 @@ func (w *leaderWatch) check(cl Cluster) leaderTerms {
 }
 
 func judgeTerms(all map[uint64]map[string]bool, polls int) leaderTerms {
-	out := leaderTerms{Polls: polls, Terms: len(all), LeadersByLog: map[string]string{}}
+	out := leaderTerms{Polls: polls, Terms: len(all), LeadersByTerm: map[string]string{}}
 	terms := make([]uint64, 0, len(all))
 	for t := range all {
 		terms = append(terms, t)
@@ -147,7 +147,7 @@ func judgeTerms(all map[uint64]map[string]bool, polls int) leaderTerms {
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
-		out.LeadersByLog[strconv.FormatUint(t, 10)] = strings.Join(ids, ",")
+		out.LeadersByTerm[strconv.FormatUint(t, 10)] = strings.Join(ids, ",")
 		if len(ids) > 1 {
 			out.Conflicts = append(out.Conflicts, fmt.Sprintf("term %d led by %v", t, ids))
 		}

@@ -49,6 +49,12 @@ var matrix = []matrixEntry{
 		Faults: slices.Concat(faultsMember, []string{"kill-random", "pause-leader", "partition-majority"})},
 	{Name: "snapshot-catchup-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 36, CI: true,
 		Faults: []string{"snapshot-catchup", "snapshot-catchup", "remove-wipe"}, Args: snapshotArgs, MinSnapshotInstalls: 1},
+	// Found by mixed-5 (seed 56): a node removed while cut off and re-added
+	// under its id gets a stale InstallSnapshot from the leader's old
+	// replication goroutine, rolls its state back and panics ("log not
+	// found"). Fails until that is fixed; not in the CI tier.
+	{Name: "remove-isolated-snapshot-5", Backend: "netns", Nodes: 5, Faults: []string{"remove-isolated"},
+		Duration: 40 * time.Second, Seed: 38, Args: snapshotArgs},
 	{Name: "mixed-5", Backend: "netns", Nodes: 5, Faults: allFaults, Duration: 90 * time.Second, Seed: 56, Args: snapshotArgs},
 	{Name: "docker-partition-kill", Backend: "docker", Nodes: 3, Duration: time.Minute, Seed: 37, CI: true,
 		Faults: []string{"partition-majority", "partition-leader", "kill-random", "pause-leader"}},
@@ -85,6 +91,9 @@ func (m matrixEntry) scenario(t *testing.T) scenario {
 	sc := smokeScenario(matrixSeed(t, m.Seed), duration(t, d))
 	sc.Name, sc.Backend, sc.Nodes, sc.Faults = m.Name, m.Backend, m.Nodes, m.Faults
 	sc.ServerArgs, sc.MinSnapshotInstalls = m.Args, m.MinSnapshotInstalls
+	// One worker per node never leaves it: under a partition the
+	// minority side keeps being read and written, not only once.
+	sc.Lin.Pinned = m.Nodes
 	if m.Nodes == 5 {
 		// Two groups per key as at 3 nodes, but workers start on every node.
 		sc.Lin.Workers, sc.Set.Workers = 10, 5

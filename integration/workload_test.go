@@ -120,6 +120,10 @@ type linWorkload struct {
 	OpsPerKey int
 	Elems     int64
 	MaxOps    int // per worker, a hard bound
+	// Pinned: the first Pinned workers stay on their node after errors
+	// (the others move on), so a node cut off or paused keeps being
+	// asked and whatever it answers is checked.
+	Pinned int
 }
 
 func (lw linWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, seed uint64, timeout time.Duration) {
@@ -129,7 +133,7 @@ func (lw linWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *p
 		go func(i int) {
 			defer wg.Done()
 			w := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: i, timeout: timeout,
-				rnd: rand.New(rand.NewPCG(seed, uint64(1000+i)))}
+				rnd: rand.New(rand.NewPCG(seed, uint64(1000+i))), pin: i < lw.Pinned}
 			defer func() {
 				if w.c != nil {
 					w.c.Close()
