@@ -102,10 +102,10 @@ func leadersFromLog(log string) []uint64 {
 
 // leaderTerms is the one-leader-per-term verdict.
 type leaderTerms struct {
-	Polls        int               `json:"polls"`
-	Terms        int               `json:"terms_with_a_leader"`
+	Polls         int               `json:"polls"`
+	Terms         int               `json:"terms_with_a_leader"`
 	LeadersByTerm map[string]string `json:"leaders,omitempty"` // term → node(s)
-	Conflicts    []string          `json:"conflicts,omitempty"`
+	Conflicts     []string          `json:"conflicts,omitempty"`
 }
 
 // check merges the polled observations with the logs of cl's nodes.
