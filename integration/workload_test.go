@@ -161,6 +161,14 @@ func (lw linWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *p
 				o := w.do(f, key, elem)
 				lastInfo = o.Outcome == outInfo
 				n++
+				if w.pin && o.Outcome == outFail {
+					// Pacing: a pinned worker on a node without a
+					// leader would otherwise spin on -TRYAGAIN.
+					select {
+					case <-ctx.Done():
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
 			}
 		}(i)
 	}
