@@ -144,10 +144,10 @@ func newProcClusterWith(t *testing.T, o clusterOpts, logDir string) *procCluster
 	if o.Netns {
 		c.net = newNetLab(t, c.order)
 	}
-	// Registered after the lab's cleanup, so it runs before it: processes
-	// stop first, then their namespaces go.
-	t.Cleanup(c.Close)
 	data := t.TempDir()
+	// Registered after the lab's and the data dir's cleanups, so it runs
+	// before them: processes stop first, then their files and namespaces go.
+	t.Cleanup(c.Close)
 	var peers []string
 	for _, id := range c.order {
 		n := &procNode{id: id}
