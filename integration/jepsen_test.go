@@ -57,9 +57,9 @@ type result struct {
 	Valid          bool         `json:"valid"`
 }
 
-// seedFor: JEPSEN_SEED if set, else the clock.
+// seedFor: JEPSEN_SEED if set to a number, else the clock.
 func seedFor(t *testing.T) uint64 {
-	if s := os.Getenv("JEPSEN_SEED"); s != "" {
+	if s := os.Getenv("JEPSEN_SEED"); s != "" && s != "random" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			t.Fatalf("JEPSEN_SEED=%q: %v", s, err)
