@@ -7,7 +7,7 @@ BIN   := bin/raftset
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build static test image compose-test jepsen jepsen-smoke clean
+.PHONY: all build static test image compose-test jepsen jepsen-ci jepsen-smoke clean
 
 all: build
 
@@ -27,12 +27,21 @@ image: static
 compose-test:
 	.ci/compose-test.sh
 
-# The Jepsen-style suite (docs/jepsen.md): every scenario, or the CI tier.
+# The Jepsen-style suite (docs/jepsen.md): the whole scenario matrix (procs,
+# netns and docker backends; root, iptables, iproute2 and docker needed), the
+# CI tier (the matrix rows marked CI, 40 s each, plus the checker tests), or
+# the old loopback smoke test. One row: go test -tags jepsen ./integration/
+# -run '^TestJepsen$$/^partition-majority-5$$' -v
+JEPSEN_UNIT := TestChecker.*|TestScheduleFromSeed|TestPartitionShapes|TestLeaderTermsChecker|TestMatrixShape
+
 jepsen:
-	$(GO) test -tags jepsen -count=1 -timeout 30m -v ./integration/
+	$(GO) test -tags jepsen -count=1 -timeout 60m -v ./integration/
+
+jepsen-ci:
+	JEPSEN_TIER=ci CI=$${CI:-1} $(GO) test -tags jepsen -count=1 -timeout 30m -v ./integration/ -run '^(TestJepsen|$(JEPSEN_UNIT))$$'
 
 jepsen-smoke:
-	$(GO) test -tags jepsen -count=1 -timeout 15m ./integration/ -run '^(TestJepsenSmoke|TestChecker.*|TestScheduleFromSeed)$$'
+	$(GO) test -tags jepsen -count=1 -timeout 15m ./integration/ -run '^(TestJepsenSmoke|$(JEPSEN_UNIT))$$'
 
 clean:
 	rm -rf bin

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,7 +18,7 @@ import (
 )
 
 // Cluster is the fault-injection surface the nemesis and checks use. Nodes
-// are named "n1".."n3".
+// are named "n1".."nN".
 type Cluster interface {
 	Start() error
 	Stop() error
@@ -33,6 +34,12 @@ type Cluster interface {
 	// Running: started, not killed (it may be paused).
 	Running(node string) bool
 	Paused(node string) bool
+	// Partition replaces the network faults in force with p; HealNetwork
+	// lifts them all. Backends without per-node networks return an error.
+	Partition(p partition) error
+	HealNetwork() error
+	// Log returns what the node has logged so far (every start of it).
+	Log(node string) (string, error)
 	Close()
 }
 
@@ -84,50 +91,86 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// startMarker begins the line the harness writes to a node's log before
+// each start of it.
+const startMarker = "=== harness: start #"
+
 type procNode struct {
 	id, addr, raftAddr, dir, logPath string
-	args                             []string
+	args                             []string // without --peers / --join
+	join                             string   // client address to join through; "" = static --peers
 	cmd                              *exec.Cmd
 	done                             chan struct{}
 	paused                           bool
 	starts                           int
 }
 
-// procCluster runs each node as a process of the real binary on 127.0.0.1.
+// procCluster runs each node as a process of the real binary, either all
+// on 127.0.0.1 (no network faults) or each in its own network namespace.
 type procCluster struct {
 	t     *testing.T
 	bin   string
 	mu    sync.Mutex
 	nodes map[string]*procNode
 	order []string
+	peers string   // the static --peers value
+	net   *netLab  // nil: loopback
+	extra []string // scenario server flags (snapshot knobs)
 }
 
-// newProcCluster prepares (does not start) a size-node cluster whose logs
-// go to logDir/<node>.log and data to a test temp dir. Everything it
-// starts is stopped in t.Cleanup.
+// clusterOpts: how many nodes, whether each gets a network namespace, and
+// extra server flags for every node.
+type clusterOpts struct {
+	Nodes int
+	Netns bool
+	Args  []string
+}
+
+// newProcCluster prepares (does not start) a size-node loopback cluster
+// whose logs go to logDir/<node>.log and data to a test temp dir.
+// Everything it starts is stopped in t.Cleanup.
 func newProcCluster(t *testing.T, size int, logDir string) *procCluster {
+	return newProcClusterWith(t, clusterOpts{Nodes: size}, logDir)
+}
+
+// newProcClusterWith is newProcCluster with options; with Netns each node
+// listens on its namespace's address (ports 6379 and 16379).
+func newProcClusterWith(t *testing.T, o clusterOpts, logDir string) *procCluster {
 	t.Helper()
-	c := &procCluster{t: t, bin: raftsetBinary(t), nodes: map[string]*procNode{}}
+	c := &procCluster{t: t, bin: raftsetBinary(t), nodes: map[string]*procNode{}, extra: o.Args}
+	for i := 1; i <= o.Nodes; i++ {
+		c.order = append(c.order, fmt.Sprintf("n%d", i))
+	}
+	if o.Netns {
+		c.net = newNetLab(t, c.order)
+	}
 	data := t.TempDir()
+	// Registered after the lab's and the data dir's cleanups, so it runs
+	// before them: processes stop first, then their files and namespaces go.
+	t.Cleanup(c.Close)
 	var peers []string
-	for i := 1; i <= size; i++ {
-		n := &procNode{id: fmt.Sprintf("n%d", i),
-			addr:     fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-			raftAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	for _, id := range c.order {
+		n := &procNode{id: id}
+		if c.net != nil {
+			ip := c.net.nodeIP[id]
+			n.addr, n.raftAddr = net.JoinHostPort(ip, nsClientPort), net.JoinHostPort(ip, nsRaftPort)
+		} else {
+			n.addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			n.raftAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		}
 		n.dir = filepath.Join(data, n.id)
 		n.logPath = filepath.Join(logDir, n.id+".log")
 		peers = append(peers, n.id+"="+n.raftAddr)
 		c.nodes[n.id] = n
-		c.order = append(c.order, n.id)
 	}
+	c.peers = strings.Join(peers, ",")
 	for _, id := range c.order {
 		n := c.nodes[id]
-		_, port, _ := net.SplitHostPort(n.addr)
-		n.args = []string{"--node-id", n.id, "--bind", "127.0.0.1", "--port", port,
+		host, port, _ := net.SplitHostPort(n.addr)
+		n.args = append([]string{"--node-id", n.id, "--bind", host, "--port", port,
 			"--raft-addr", n.raftAddr, "--advertise-addr", n.addr, "--raft-advertise-addr", n.raftAddr,
-			"--dir", n.dir, "--peers", strings.Join(peers, ","), "--loglevel", "info"}
+			"--dir", n.dir, "--loglevel", "info"}, c.extra...)
 	}
-	t.Cleanup(c.Close)
 	return c
 }
 
@@ -136,7 +179,7 @@ func (c *procCluster) Nodes() []string { return append([]string(nil), c.order...
 func (c *procCluster) Addr(node string) string { return c.nodes[node].addr }
 
 func (c *procCluster) start(n *procNode) error {
-	if n.cmd != nil {
+	if c.reap(n) {
 		return fmt.Errorf("%s already running", n.id)
 	}
 	lf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -144,8 +187,15 @@ func (c *procCluster) start(n *procNode) error {
 		return err
 	}
 	n.starts++
-	fmt.Fprintf(lf, "=== harness: start #%d of %s at %s\n", n.starts, n.id, time.Now().UTC().Format(time.RFC3339Nano))
-	cmd := exec.Command(c.bin, n.args...)
+	fmt.Fprintf(lf, "%s%d of %s at %s\n", startMarker, n.starts, n.id, time.Now().UTC().Format(time.RFC3339Nano))
+	args := append(slices.Clone(n.args), "--peers", c.peers)
+	if n.join != "" {
+		args = append(slices.Clone(n.args), "--join", n.join)
+	}
+	cmd := exec.Command(c.bin, args...)
+	if c.net != nil {
+		cmd = c.net.command(n.id, c.bin, args)
+	}
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	if err := cmd.Start(); err != nil {
@@ -160,6 +210,21 @@ func (c *procCluster) start(n *procNode) error {
 	}()
 	n.cmd, n.done, n.paused = cmd, done, false
 	return nil
+}
+
+// reap forgets a process that exited on its own (a crash) and reports
+// whether the node's process is still there.
+func (c *procCluster) reap(n *procNode) bool {
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.done:
+		n.cmd, n.paused = nil, false
+		return false
+	default:
+		return true
+	}
 }
 
 // signalAndWait sends sig to the node's process (by pid) and waits up to d
@@ -269,7 +334,7 @@ func (c *procCluster) Resume(node string) error {
 func (c *procCluster) Running(node string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.nodes[node].cmd != nil
+	return c.reap(c.nodes[node])
 }
 
 func (c *procCluster) Paused(node string) bool {
@@ -278,13 +343,15 @@ func (c *procCluster) Paused(node string) bool {
 	return c.nodes[node].paused
 }
 
-// Leader asks every running, unpaused node for ROLE and returns the one
-// node that says master, polling every 100 ms for at most within.
-func (c *procCluster) Leader(within time.Duration) string {
+func (c *procCluster) Leader(within time.Duration) string { return leaderByRole(c, within) }
+
+// leaderByRole asks every running, unpaused node for ROLE and returns the
+// one node that says master, polling every 100 ms for at most within.
+func leaderByRole(c Cluster, within time.Duration) string {
 	deadline := time.Now().Add(within)
 	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
 		var masters []string
-		for _, id := range c.order {
+		for _, id := range c.Nodes() {
 			if !c.Running(id) || c.Paused(id) {
 				continue
 			}
@@ -306,6 +373,25 @@ func (c *procCluster) Leader(within time.Duration) string {
 	return ""
 }
 
+func (c *procCluster) Partition(p partition) error {
+	if c.net == nil {
+		return errors.New("partitions need the netns backend (each node in its own network namespace)")
+	}
+	return c.net.apply(p)
+}
+
+func (c *procCluster) HealNetwork() error {
+	if c.net == nil {
+		return nil
+	}
+	return c.net.heal()
+}
+
+func (c *procCluster) Log(node string) (string, error) {
+	b, err := os.ReadFile(c.nodes[node].logPath)
+	return string(b), err
+}
+
 // Close resumes and stops every process it started (by pid).
 func (c *procCluster) Close() {
 	if err := c.Stop(); err != nil {
@@ -313,9 +399,10 @@ func (c *procCluster) Close() {
 	}
 }
 
-// healAll resumes paused nodes and restarts killed ones.
+// healAll lifts network faults, resumes paused nodes and restarts killed
+// ones.
 func healAll(c Cluster) error {
-	var errs []error
+	errs := []error{c.HealNetwork()}
 	for _, id := range c.Nodes() {
 		switch {
 		case !c.Running(id):
@@ -394,15 +481,15 @@ func converge(c Cluster, within time.Duration) (string, time.Duration, error) {
 }
 
 // scanLogs reports node log lines that show a crash.
-func scanLogs(c *procCluster) []string {
+func scanLogs(c Cluster) []string {
 	var bad []string
-	for _, id := range c.order {
-		b, err := os.ReadFile(c.nodes[id].logPath)
+	for _, id := range c.Nodes() {
+		b, err := c.Log(id)
 		if err != nil {
 			bad = append(bad, id+": "+err.Error())
 			continue
 		}
-		for _, line := range strings.Split(string(b), "\n") {
+		for _, line := range strings.Split(b, "\n") {
 			if strings.Contains(line, "panic") || strings.Contains(line, "fatal error:") || strings.Contains(line, "DATA RACE") {
 				bad = append(bad, id+": "+line)
 			}

@@ -18,9 +18,12 @@ import (
 
 // scenario is the configuration of one run; it is written to config.json.
 type scenario struct {
-	Name       string        `json:"name"`
-	Seed       uint64        `json:"seed"`
-	Nodes      int           `json:"nodes"`
+	Name    string `json:"name"`
+	Seed    uint64 `json:"seed"`
+	Backend string `json:"backend"` // procs (loopback), netns, docker
+	Nodes   int    `json:"nodes"`
+	// ServerArgs go to every node (snapshot knobs).
+	ServerArgs []string      `json:"server_args,omitempty"`
 	Duration   time.Duration `json:"duration_ns"`
 	Faults     []string      `json:"fault_kinds"`
 	Lin        linWorkload   `json:"lin_workload"`
@@ -29,29 +32,34 @@ type scenario struct {
 	Recovery   time.Duration `json:"recovery_ns"`
 	Schedule   []fault       `json:"schedule"`
 	CheckLimit time.Duration `json:"porcupine_timeout_ns"`
+	// MinSnapshotInstalls: the run fails unless a node restarted by the
+	// snapshot-catchup fault logged that many snapshot installs.
+	MinSnapshotInstalls int `json:"min_snapshot_installs,omitempty"`
 }
 
 // result is what a run found; it is written to result.json.
 type result struct {
-	Scenario       string    `json:"scenario"`
-	Seed           uint64    `json:"seed"`
-	Operations     int       `json:"operations"`
-	OK             int       `json:"ok"`
-	Failed         int       `json:"failed"`
-	Indeterminate  int       `json:"indeterminate"`
-	FaultsInjected int       `json:"faults_injected"`
-	Lin            linResult `json:"linearizability"`
-	Set            setResult `json:"set"`
-	Digest         string    `json:"digest"`
-	ConvergedIn    string    `json:"converged_in"`
-	LogProblems    []string  `json:"log_problems"`
-	Errors         []string  `json:"errors"`
-	Valid          bool      `json:"valid"`
+	Scenario       string       `json:"scenario"`
+	Seed           uint64       `json:"seed"`
+	Operations     int          `json:"operations"`
+	OK             int          `json:"ok"`
+	Failed         int          `json:"failed"`
+	Indeterminate  int          `json:"indeterminate"`
+	FaultsInjected int          `json:"faults_injected"`
+	Nemesis        nemesisStats `json:"nemesis"`
+	Lin            linResult    `json:"linearizability"`
+	Set            setResult    `json:"set"`
+	Leaders        leaderTerms  `json:"leaders_per_term"`
+	Digest         string       `json:"digest"`
+	ConvergedIn    string       `json:"converged_in"`
+	LogProblems    []string     `json:"log_problems"`
+	Errors         []string     `json:"errors"`
+	Valid          bool         `json:"valid"`
 }
 
-// seedFor: JEPSEN_SEED if set, else the clock.
+// seedFor: JEPSEN_SEED if set to a number, else the clock.
 func seedFor(t *testing.T) uint64 {
-	if s := os.Getenv("JEPSEN_SEED"); s != "" {
+	if s := os.Getenv("JEPSEN_SEED"); s != "" && s != "random" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			t.Fatalf("JEPSEN_SEED=%q: %v", s, err)
@@ -88,13 +96,27 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 }
 
+// newCluster builds the scenario's backend (not started).
+func newCluster(t *testing.T, sc scenario, dir string) Cluster {
+	switch sc.Backend {
+	case "", "procs":
+		return newProcClusterWith(t, clusterOpts{Nodes: sc.Nodes, Args: sc.ServerArgs}, dir)
+	case "netns":
+		return newProcClusterWith(t, clusterOpts{Nodes: sc.Nodes, Netns: true, Args: sc.ServerArgs}, dir)
+	case "docker":
+		return newDockerCluster(t, sc.Nodes, dir, sc.ServerArgs)
+	}
+	t.Fatalf("unknown backend %q", sc.Backend)
+	return nil
+}
+
 // runScenario starts a cluster, runs both workloads with the nemesis for
 // sc.Duration, heals, checks, writes artifacts and returns the result.
 func runScenario(t *testing.T, sc scenario) result {
 	t.Helper()
 	dir := artifactDir(t, sc.Name, sc.Seed)
 	t.Logf("scenario %s seed %d: artifacts in %s (rerun with JEPSEN_SEED=%d)", sc.Name, sc.Seed, dir, sc.Seed)
-	cl := newProcCluster(t, sc.Nodes, dir)
+	cl := newCluster(t, sc, dir)
 	if len(sc.Faults) > 0 {
 		sc.Schedule = schedule(sc.Seed, sc.Faults, cl.Nodes(), sc.Duration-2*time.Second)
 	}
@@ -114,16 +136,31 @@ func runScenario(t *testing.T, sc scenario) result {
 	if err := waitReady(cl, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	leaders, waitWatch := watchLeaders(watchCtx, cl, 50*time.Millisecond)
 
 	ctx, cancel := context.WithTimeout(context.Background(), sc.Duration)
 	defer cancel()
 	ids := &procIDs{}
 	done := make(chan struct{}, 3)
 	var adds []op
-	go func() { sc.Lin.run(ctx, rec, cl, ids, sc.Seed, sc.ClientTO); done <- struct{}{} }()
-	go func() { adds = sc.Set.run(ctx, rec, cl, ids, sc.ClientTO); done <- struct{}{} }()
 	go func() {
-		res.FaultsInjected = runNemesis(ctx, cl, rec, sc.Schedule, t.Logf)
+		if sc.Lin.Workers > 0 {
+			sc.Lin.run(ctx, rec, cl, ids, sc.Seed, sc.ClientTO)
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		if sc.Set.Workers > 0 {
+			adds = sc.Set.run(ctx, rec, cl, ids, sc.ClientTO)
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		nm := &nemesis{cl: cl, rec: rec, logf: t.Logf}
+		res.Nemesis = nm.run(ctx, sc.Schedule)
+		res.FaultsInjected = res.Nemesis.Injected
 		done <- struct{}{}
 	}()
 	for range 3 {
@@ -131,16 +168,25 @@ func runScenario(t *testing.T, sc scenario) result {
 	}
 
 	// Heal, then the final checks.
-	rec.nemesis("heal", "resume and restart all")
+	rec.nemesis("heal", "heal the network, resume and restart all")
 	if err := healAll(cl); err != nil {
 		fail("heal: %v", err)
 	}
 	if err := waitReady(cl, sc.Recovery); err != nil {
 		fail("after heal: %v", err)
 	}
-	finals, err := finalReads(cl, sc.Set.Key, sc.Recovery)
-	if err != nil {
-		fail("final read: %v", err)
+	if _, ok := cl.(memberCluster); ok {
+		for _, id := range cl.Nodes() {
+			if err := waitVoter(cl, id, sc.Recovery); err != nil {
+				fail("membership not restored: %v", err)
+			}
+		}
+	}
+	var finals [][]int64
+	if sc.Set.Workers > 0 {
+		if finals, err = finalReads(cl, sc.Set.Key, sc.Recovery); err != nil {
+			fail("final read: %v", err)
+		}
 	}
 	digest, took, err := converge(cl, sc.Recovery)
 	if err != nil {
@@ -148,10 +194,22 @@ func runScenario(t *testing.T, sc scenario) result {
 	}
 	res.Digest, res.ConvergedIn = digest, took.String()
 	rec.nemesis("final", "final reads and digests done")
+	stopWatch()
+	waitWatch()
 	if err := cl.Stop(); err != nil {
 		fail("stop: %v", err)
 	}
 	res.LogProblems = scanLogs(cl)
+	res.Leaders = leaders.check(cl)
+	for _, e := range res.Nemesis.Errors {
+		fail("nemesis: %s", e)
+	}
+	if n := res.Nemesis.SnapshotInstalls; n < sc.MinSnapshotInstalls {
+		fail("%d snapshot installs seen, want at least %d (restarted without one: %v)", n, sc.MinSnapshotInstalls, res.Nemesis.SnapshotMisses)
+	}
+	for _, c := range res.Leaders.Conflicts {
+		fail("split brain: %s", c)
+	}
 
 	ops := rec.operations()
 	res.Operations = len(ops)
@@ -179,11 +237,11 @@ func runScenario(t *testing.T, sc scenario) result {
 	res.Valid = len(res.Errors) == 0 && len(res.LogProblems) == 0 && res.Lin.Result == string(porcupine.Ok) &&
 		res.Set.ok()
 	writeJSON(t, filepath.Join(dir, "result.json"), res)
-	t.Logf("%s seed %d: %d ops (%d ok, %d fail, %d info), %d faults; porcupine %s over %d ops/%d keys (%d indeterminate); set: %d attempted, %d acked, %d lost, %d unexpected, %d recovered; digest converged in %s; valid=%v",
-		sc.Name, sc.Seed, res.Operations, res.OK, res.Failed, res.Indeterminate, res.FaultsInjected,
+	t.Logf("%s seed %d: %d ops (%d ok, %d fail, %d info), %d faults, %d snapshot installs; porcupine %s over %d ops/%d keys (%d indeterminate); set: %d attempted, %d acked, %d lost, %d unexpected, %d recovered; %d terms with a leader, %d conflicts; digest converged in %s; valid=%v",
+		sc.Name, sc.Seed, res.Operations, res.OK, res.Failed, res.Indeterminate, res.FaultsInjected, res.Nemesis.SnapshotInstalls,
 		res.Lin.Result, res.Lin.Operations, res.Lin.Keys, res.Lin.Indeterminate,
 		res.Set.Attempted, res.Set.Acknowledged, len(res.Set.Lost), len(res.Set.Unexpected), res.Set.Recovered,
-		res.ConvergedIn, res.Valid)
+		res.Leaders.Terms, len(res.Leaders.Conflicts), res.ConvergedIn, res.Valid)
 	return res
 }
 
@@ -209,7 +267,7 @@ func assertValid(t *testing.T, res result) {
 
 func smokeScenario(seed uint64, d time.Duration) scenario {
 	return scenario{
-		Name: "smoke", Seed: seed, Nodes: 3, Duration: d, Faults: faultsKillPause,
+		Name: "smoke", Seed: seed, Backend: "procs", Nodes: 3, Duration: d, Faults: faultsKillPause,
 		Lin:      linWorkload{Workers: 6, GroupSize: 3, OpsPerKey: 150, Elems: 8, MaxOps: 100000},
 		Set:      setWorkload{Workers: 3, Key: "set:full", MaxOps: 100000},
 		ClientTO: 2 * time.Second, Recovery: 30 * time.Second, CheckLimit: 60 * time.Second,
@@ -226,29 +284,6 @@ func duration(t *testing.T, def time.Duration) time.Duration {
 		return v
 	}
 	return def
-}
-
-// TestJepsen runs the scenario matrix implemented so far, one subtest per
-// scenario (select one with -run 'TestJepsen/kill$').
-func TestJepsen(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		faults []string
-	}{
-		{"kill", []string{"kill-random", "kill-leader"}},
-		{"pause-leader", []string{"pause-leader"}},
-		{"kill-pause", faultsKillPause},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			sc := smokeScenario(seedFor(t), duration(t, 60*time.Second))
-			sc.Name, sc.Faults = c.name, c.faults
-			res := runScenario(t, sc)
-			assertValid(t, res)
-			if res.FaultsInjected == 0 {
-				t.Errorf("no fault injected")
-			}
-		})
-	}
 }
 
 // TestJepsenSmoke is the CI tier: ~60 s of both workloads under the

@@ -139,6 +139,10 @@ type linWorkload struct {
 	OpsPerKey int
 	Elems     int64
 	MaxOps    int // per worker, a hard bound
+	// Pinned: the first Pinned workers stay on their node after errors
+	// (the others move on), so a node cut off or paused keeps being
+	// asked and whatever it answers is checked.
+	Pinned int
 }
 
 func (lw linWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, seed uint64, timeout time.Duration) {
@@ -148,7 +152,7 @@ func (lw linWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *p
 		go func(i int) {
 			defer wg.Done()
 			w := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: i, timeout: timeout,
-				rnd: rand.New(rand.NewPCG(seed, uint64(1000+i)))}
+				rnd: rand.New(rand.NewPCG(seed, uint64(1000+i))), pin: i < lw.Pinned}
 			defer func() {
 				if w.c != nil {
 					w.c.Close()
@@ -176,6 +180,14 @@ func (lw linWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *p
 				o := w.do(f, key, elem)
 				lastInfo = o.Outcome == outInfo
 				n++
+				if w.pin && o.Outcome == outFail {
+					// Pacing: a pinned worker on a node without a
+					// leader would otherwise spin on -TRYAGAIN.
+					select {
+					case <-ctx.Done():
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
 			}
 		}(i)
 	}

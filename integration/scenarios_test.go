@@ -1,0 +1,157 @@
+//go:build jepsen
+
+package integration
+
+import (
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// matrixEntry is one row of the scenario matrix: nemesis family × node
+// count × backend, with the seed it runs with unless JEPSEN_SEED says
+// otherwise. Every row runs both workloads (per-key sets for porcupine,
+// unique adds for the set checker).
+type matrixEntry struct {
+	Name     string
+	Backend  string
+	Nodes    int
+	Faults   []string
+	Duration time.Duration
+	Seed     uint64
+	Args     []string
+	// MinSnapshotInstalls: see scenario.
+	MinSnapshotInstalls int
+	// CI: part of the CI tier (.ci/run, make jepsen-ci).
+	CI bool
+}
+
+// snapshotArgs make every node snapshot and compact often, so that a node
+// that was down or removed catches up by InstallSnapshot.
+var snapshotArgs = []string{"--snapshot-threshold", "64", "--trailing-logs", "32", "--snapshot-interval", "1s"}
+
+var allFaults = slices.Concat(faultsKillPause, faultsPartition, faultsMember, []string{"snapshot-catchup"})
+
+var matrix = []matrixEntry{
+	{Name: "kill", Backend: "procs", Nodes: 3, Faults: []string{"kill-random", "kill-leader"}, Duration: time.Minute, Seed: 892471129},
+	{Name: "pause-leader", Backend: "procs", Nodes: 3, Faults: []string{"pause-leader"}, Duration: time.Minute, Seed: 963807998},
+	{Name: "kill-pause", Backend: "procs", Nodes: 3, Faults: faultsKillPause, Duration: time.Minute, Seed: 341361076, CI: true},
+	{Name: "kill-pause-5", Backend: "netns", Nodes: 5, Faults: faultsKillPause, Duration: time.Minute, Seed: 51},
+	{Name: "partition-majority-5", Backend: "netns", Nodes: 5, Faults: []string{"partition-majority"}, Duration: time.Minute, Seed: 52, CI: true},
+	{Name: "partition-leader-5", Backend: "netns", Nodes: 5, Faults: []string{"partition-leader"}, Duration: time.Minute, Seed: 53},
+	{Name: "partition-ring-5", Backend: "netns", Nodes: 5, Faults: []string{"partition-ring"}, Duration: time.Minute, Seed: 54},
+	{Name: "partition-oneway-3", Backend: "netns", Nodes: 3, Faults: []string{"partition-oneway"}, Duration: time.Minute, Seed: 33, CI: true},
+	{Name: "partitions-3", Backend: "netns", Nodes: 3, Faults: faultsPartition, Duration: time.Minute, Seed: 34},
+	{Name: "membership-3", Backend: "netns", Nodes: 3, Faults: faultsMember, Duration: time.Minute, Seed: 35},
+	{Name: "membership-5", Backend: "netns", Nodes: 5, Duration: time.Minute, Seed: 55, CI: true,
+		Faults: slices.Concat(faultsMember, []string{"kill-random", "pause-leader", "partition-majority"})},
+	{Name: "snapshot-catchup-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 36, CI: true,
+		Faults: []string{"snapshot-catchup", "snapshot-catchup", "remove-wipe"}, Args: snapshotArgs, MinSnapshotInstalls: 1},
+	// Found by mixed-5 (seed 56): a node removed while cut off and re-added
+	// under its id gets a stale InstallSnapshot from the leader's old
+	// replication goroutine, rolls its state back and panics ("log not
+	// found"). Fails until that is fixed; not in the CI tier.
+	{Name: "remove-isolated-snapshot-5", Backend: "netns", Nodes: 5, Faults: []string{"remove-isolated"},
+		Duration: 40 * time.Second, Seed: 38, Args: snapshotArgs},
+	{Name: "mixed-5", Backend: "netns", Nodes: 5, Faults: allFaults, Duration: 90 * time.Second, Seed: 56, Args: snapshotArgs},
+	{Name: "docker-partition-kill", Backend: "docker", Nodes: 3, Duration: time.Minute, Seed: 37, CI: true,
+		Faults: []string{"partition-majority", "partition-leader", "kill-random", "pause-leader"}},
+}
+
+// matrixSeed: JEPSEN_SEED (a number, or "random" for one from the clock),
+// else the row's seed.
+func matrixSeed(t *testing.T, def uint64) uint64 {
+	switch s := os.Getenv("JEPSEN_SEED"); s {
+	case "":
+		return def
+	case "random":
+		return uint64(time.Now().UnixNano() % 1_000_000_000)
+	default:
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("JEPSEN_SEED=%q: %v", s, err)
+		}
+		return v
+	}
+}
+
+// ciTier: JEPSEN_TIER=ci runs only the rows marked CI, 40 s each unless
+// JEPSEN_DURATION says otherwise.
+func ciTier() bool { return os.Getenv("JEPSEN_TIER") == "ci" }
+
+const ciDuration = 40 * time.Second
+
+func (m matrixEntry) scenario(t *testing.T) scenario {
+	d := m.Duration
+	if ciTier() {
+		d = ciDuration
+	}
+	sc := smokeScenario(matrixSeed(t, m.Seed), duration(t, d))
+	sc.Name, sc.Backend, sc.Nodes, sc.Faults = m.Name, m.Backend, m.Nodes, m.Faults
+	sc.ServerArgs, sc.MinSnapshotInstalls = m.Args, m.MinSnapshotInstalls
+	// One worker per node never leaves it: under a partition the
+	// minority side keeps being read and written, not only once.
+	sc.Lin.Pinned = m.Nodes
+	if m.Nodes == 5 {
+		// Two groups per key as at 3 nodes, but workers start on every node.
+		sc.Lin.Workers, sc.Set.Workers = 10, 5
+		sc.Lin.GroupSize = 5
+	}
+	return sc
+}
+
+// TestJepsen runs the scenario matrix, one subtest per row:
+// -run '^TestJepsen$/^partition-majority-5$' runs one; JEPSEN_TIER=ci runs
+// the CI rows.
+func TestJepsen(t *testing.T) {
+	for _, m := range matrix {
+		if ciTier() && !m.CI {
+			continue // not part of this tier: not run, not reported
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			res := runScenario(t, m.scenario(t))
+			assertValid(t, res)
+			if res.FaultsInjected == 0 {
+				t.Errorf("no fault injected")
+			}
+		})
+	}
+}
+
+// TestMatrixShape: every row injects faults, the CI tier has a partition,
+// a membership, a snapshot and a docker row, and names are unique.
+func TestMatrixShape(t *testing.T) {
+	seen := map[string]bool{}
+	need := map[string]bool{"partition": false, "remove": false, "snapshot": false, "docker": false}
+	for _, m := range matrix {
+		if seen[m.Name] {
+			t.Errorf("duplicate row %s", m.Name)
+		}
+		seen[m.Name] = true
+		sched := schedule(m.Seed, m.Faults, make([]string, m.Nodes), min(m.Duration, ciDuration)-2*time.Second)
+		if len(sched) == 0 {
+			t.Errorf("%s: empty schedule", m.Name)
+		}
+		if m.Nodes != 3 && m.Nodes != 5 {
+			t.Errorf("%s: %d nodes", m.Name, m.Nodes)
+		}
+		if !m.CI {
+			continue
+		}
+		if m.Backend == "docker" {
+			need["docker"] = true
+		}
+		for _, f := range sched {
+			if _, ok := need[f.Kind]; ok {
+				need[f.Kind] = true
+			}
+		}
+	}
+	for k, ok := range need {
+		if !ok {
+			t.Errorf("the CI tier has no %s fault", k)
+		}
+	}
+}
