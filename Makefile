@@ -32,13 +32,15 @@ compose-test:
 # CI tier (the matrix rows marked CI, 40 s each, plus the checker tests), or
 # the old loopback smoke test. One row: go test -tags jepsen ./integration/
 # -run '^TestJepsen$$/^partition-majority-5$$' -v
-JEPSEN_UNIT := TestChecker.*|TestScheduleFromSeed|TestPartitionShapes|TestLeaderTermsChecker|TestMatrixShape
+JEPSEN_UNIT := TestChecker.*|TestScheduleFromSeed|TestPartitionShapes|TestLeaderTermsChecker|TestMatrixShape|TestRecheckSavedHistory
+# The TTL (clock offset) and SPOP-queue workloads under kill/pause.
+JEPSEN_WORKLOADS := TestJepsenQueue|TestJepsenTTL
 
 jepsen:
 	$(GO) test -tags jepsen -count=1 -timeout 60m -v ./integration/
 
 jepsen-ci:
-	JEPSEN_TIER=ci CI=$${CI:-1} $(GO) test -tags jepsen -count=1 -timeout 30m -v ./integration/ -run '^(TestJepsen|$(JEPSEN_UNIT))$$'
+	JEPSEN_TIER=ci CI=$${CI:-1} $(GO) test -tags jepsen -count=1 -timeout 30m -v ./integration/ -run '^(TestJepsen|$(JEPSEN_WORKLOADS)|$(JEPSEN_UNIT))$$'
 
 jepsen-smoke:
 	$(GO) test -tags jepsen -count=1 -timeout 15m ./integration/ -run '^(TestJepsenSmoke|$(JEPSEN_UNIT))$$'

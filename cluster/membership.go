@@ -268,8 +268,12 @@ func (n *Node) leaderCommand(ctx context.Context, args [][]byte) []byte {
 }
 
 func raftError(what string, err error) []byte {
-	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+	if errors.Is(err, raft.ErrNotLeader) {
 		return fixed("TRYAGAIN " + what + ": " + err.Error() + ", retry")
+	}
+	if errors.Is(err, raft.ErrLeadershipLost) {
+		// The change was appended and may still commit under a new leader.
+		return fixed("CLUSTERDOWN " + what + ": " + err.Error() + "; its outcome is unknown, check RAFT.INFO")
 	}
 	return fixed("ERR " + what + ": " + err.Error())
 }

@@ -187,6 +187,7 @@ func runScenario(t *testing.T, sc scenario) result {
 		if finals, err = finalReads(cl, sc.Set.Key, sc.Recovery); err != nil {
 			fail("final read: %v", err)
 		}
+		rec.finalReads(sc.Set.Key, cl.Nodes(), finals) // for the recheck command
 	}
 	digest, took, err := converge(cl, sc.Recovery)
 	if err != nil {

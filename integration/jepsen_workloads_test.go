@@ -21,7 +21,7 @@ import (
 // Scenarios for workloads (c) TTL keys under a clock offset and (d) SPOP as
 // a queue, and the ack-before-commit run that the set checker must fail.
 // They use the harness of harness_test.go and the nemesis of
-// nemesis_test.go; see docs/jepsen-workloads.md.
+// nemesis_test.go; see docs/jepsen.md.
 
 // workloadScenario is the configuration of one run; it is written to
 // config.json.

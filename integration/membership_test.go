@@ -52,10 +52,15 @@ func (c *procCluster) Remove(node string) error {
 		}
 		err := adminCommand(c.Addr(via), "RAFT.REMOVE", node)
 		if err != nil && last != nil && strings.Contains(err.Error(), "no member with id") {
+			if strings.Contains(last.Error(), "CLUSTERDOWN") {
+				return nil // the indeterminate attempt did happen
+			}
 			return fmt.Errorf("%w: %v, then %v", errRemovedDespiteTryAgain, last, err)
 		}
 		last = err
-		if last == nil || !strings.Contains(last.Error(), "TRYAGAIN") {
+		// -CLUSTERDOWN: leadership was lost after the change was appended;
+		// it may or may not have committed, so ask again.
+		if last == nil || !strings.Contains(last.Error(), "TRYAGAIN") && !strings.Contains(last.Error(), "CLUSTERDOWN") {
 			return last
 		}
 		time.Sleep(250 * time.Millisecond)

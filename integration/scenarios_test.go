@@ -50,9 +50,10 @@ var matrix = []matrixEntry{
 	{Name: "snapshot-catchup-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 36, CI: true,
 		Faults: []string{"snapshot-catchup", "snapshot-catchup", "remove-wipe"}, Args: snapshotArgs, MinSnapshotInstalls: 1},
 	// Found by mixed-5 (seed 56): a node removed while cut off and re-added
-	// under its id gets a stale InstallSnapshot from the leader's old
-	// replication goroutine, rolls its state back and panics ("log not
-	// found"). Fails until that is fixed; not in the CI tier.
+	// under its id got a stale InstallSnapshot from the leader's old
+	// replication goroutine, rolled its state back and panicked ("log not
+	// found"). Fixed in cluster/stalesnap.go (regression test:
+	// TestStaleInstallSnapshotIsRefused); this row replays it.
 	{Name: "remove-isolated-snapshot-5", Backend: "netns", Nodes: 5, Faults: []string{"remove-isolated"},
 		Duration: 40 * time.Second, Seed: 38, Args: snapshotArgs},
 	{Name: "mixed-5", Backend: "netns", Nodes: 5, Faults: allFaults, Duration: 90 * time.Second, Seed: 56, Args: snapshotArgs},
