@@ -28,7 +28,7 @@ type fault struct {
 
 // Fault families a scenario draws from.
 var (
-	faultsKillPause = []string{"kill-random", "kill-leader", "pause-leader"}
+	faultsKillPause = []string{"kill-random", "kill-leader", "pause-leader", "kill-majority"}
 	faultsPartition = []string{"partition-majority", "partition-leader", "partition-ring", "partition-oneway"}
 	faultsMember    = []string{"remove-leader", "remove-random", "remove-wipe", "remove-isolated", "island"}
 )
@@ -50,6 +50,10 @@ func schedule(seed uint64, kinds []string, nodes []string, total time.Duration) 
 			f.Kind, f.Target, f.Hold = "kill", nodes[r.IntN(len(nodes))], ms(1000, 3000)
 		case "kill-leader":
 			f.Kind, f.Target, f.Hold = "kill", "leader", ms(1000, 3000)
+		case "kill-majority":
+			// The leader and enough others for a majority: no quorum until
+			// they restart, and every acknowledged write must survive.
+			f.Kind, f.Target, f.Hold = "kill-majority", "leader", ms(1000, 3000)
 		case "pause-leader":
 			// Longer than the election timeout (500 ms default, 1 s before).
 			f.Kind, f.Target, f.Hold = "pause", "leader", ms(2000, 2500)
@@ -134,6 +138,27 @@ func (nm *nemesis) inject(f fault, target string) (string, func() error, error) 
 	switch f.Kind {
 	case "kill":
 		return target, func() error { return cl.Restart(target) }, cl.Kill9(target)
+	case "kill-majority":
+		victims := []string{target}
+		others := slices.DeleteFunc(slices.Clone(cl.Nodes()), func(id string) bool { return id == target || !cl.Running(id) })
+		for i := 0; len(victims) < len(cl.Nodes())/2+1 && len(others) > 0; i++ {
+			k := int((f.Pick + uint64(i)) % uint64(len(others)))
+			victims = append(victims, others[k])
+			others = slices.Delete(others, k, k+1)
+		}
+		heal := func() error {
+			var errs []error
+			for _, id := range victims {
+				errs = append(errs, cl.Restart(id))
+			}
+			return errors.Join(errs...)
+		}
+		for _, id := range victims {
+			if err := cl.Kill9(id); err != nil {
+				return strings.Join(victims, ","), heal, err
+			}
+		}
+		return strings.Join(victims, ","), heal, nil
 	case "pause":
 		return target, func() error { return cl.Resume(target) }, cl.Pause(target)
 	case "partition":
