@@ -21,24 +21,33 @@ var raftsetOnly = []string{"client|setinfo", "raft.info", "raft.join", "raft.rem
 // and client libraries use the arguments).
 var docsFieldsThatDiffer = []string{"summary", "complexity", "history", "doc_flags"}
 
+// raftsetAndRedis starts a front end on a fake store and a real
+// redis-server, and connects to both (closed at cleanup).
+func raftsetAndRedis(t *testing.T) (s *Server, ours, theirs *testutil.RESPClient) {
+	t.Helper()
+	redis := testutil.StartRedis(t)
+	s, addr := startServer(t, Config{}, newFakeStore())
+	for _, c := range []struct {
+		addr string
+		to   **testutil.RESPClient
+	}{{redis.Addr, &theirs}, {addr, &ours}} {
+		conn, err := testutil.DialRESP(c.addr, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		*c.to = conn
+	}
+	return s, ours, theirs
+}
+
 // TestCommandDocsMatchRedis compares, for every command raftset lists, the
 // reply to COMMAND DOCS <name> with a real redis-server 7.0's, byte for byte
 // once the fields above are dropped (subcommands Redis has and raftset does
 // not are dropped from Redis's reply too). What remains — since, group,
 // and the whole arguments tree that redis-cli's hints read — must be equal.
 func TestCommandDocsMatchRedis(t *testing.T) {
-	redis := testutil.StartRedis(t)
-	theirs, err := testutil.DialRESP(redis.Addr, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer theirs.Close()
-	s, addr := startServer(t, Config{}, newFakeStore())
-	ours, err := testutil.DialRESP(addr, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ours.Close()
+	s, ours, theirs := raftsetAndRedis(t)
 
 	var missing []string
 	for _, name := range s.docs.all {
@@ -92,18 +101,7 @@ func TestCommandDocsMatchRedis(t *testing.T) {
 // GETKEYS and GETKEYSANDFLAGS for commands and argument lists that exercise
 // each kind of key spec and each error.
 func TestCommandKeySpecsMatchRedis(t *testing.T) {
-	redis := testutil.StartRedis(t)
-	theirs, err := testutil.DialRESP(redis.Addr, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer theirs.Close()
-	s, addr := startServer(t, Config{}, newFakeStore())
-	ours, err := testutil.DialRESP(addr, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ours.Close()
+	s, ours, theirs := raftsetAndRedis(t)
 
 	compared := 0
 	for _, name := range s.docs.all {
