@@ -304,12 +304,6 @@ func (n *Node) ask(ctx context.Context, p *pool, addr string, args [][]byte, tim
 	return reply, nil
 }
 
-// forwardWrite sends a follower's Write to the leader.
-func (n *Node) forwardWrite(ctx context.Context, ops []command.Op) [][]byte {
-	out, _ := n.forwardWriteIndexed(ctx, ops)
-	return out
-}
-
 // forwardWriteIndexed sends a follower's Write to the leader and returns
 // the replies and the leader's applied index once they were answered (0 when
 // the leader did not answer them).

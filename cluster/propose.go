@@ -128,15 +128,8 @@ func (w *writer) init(n *Node) {
 // proposed, or ctx ended after it was proposed). The caller keeps ownership
 // of ops; they are not read after Write returns.
 func (n *Node) Write(ctx context.Context, ops []command.Op) [][]byte {
-	if len(ops) == 0 {
-		return nil
-	}
-	if n.raft.State() != raft.Leader && !n.isClosing() {
-		if _, addr := n.leaderClient(); addr != "" {
-			return n.forwardWrite(ctx, ops)
-		}
-	}
-	return n.w.submit(ctx, ops, false)
+	replies, _ := n.WriteIndexed(ctx, ops) // wait.go
+	return replies
 }
 
 func (w *writer) submit(ctx context.Context, ops []command.Op, internal bool) [][]byte {

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"slices"
 	"unsafe"
 )
@@ -160,35 +161,26 @@ func (ks *keyspace) blobAt(c *chunk, i int) (b []byte, isSet bool) {
 
 // slabOf returns the slab holding address p, or nil.
 func (d *defragState) slabOf(p uintptr) *slab {
-	i, _ := slices.BinarySearchFunc(d.slabs, p, func(s *slab, p uintptr) int {
-		switch {
-		case s.base() > p:
-			return 1
-		case s.base() < p:
-			return -1
-		}
-		return 0
-	})
-	// i is the first slab starting after p, or one starting at p.
-	if i < len(d.slabs) && d.slabs[i].base() == p {
+	i, found := d.search(p)
+	if found {
 		return d.slabs[i]
 	}
-	if i > 0 && d.slabs[i-1].holds(p) {
+	if i > 0 && d.slabs[i-1].holds(p) { // the last slab starting before p
 		return d.slabs[i-1]
 	}
 	return nil
+}
+
+// search finds where a slab based at p is or would be in d.slabs.
+func (d *defragState) search(p uintptr) (int, bool) {
+	return slices.BinarySearchFunc(d.slabs, p, func(s *slab, p uintptr) int { return cmp.Compare(s.base(), p) })
 }
 
 // alloc returns n bytes of the open slab, opening a new one when full.
 func (d *defragState) alloc(n int) []byte {
 	if d.open == nil || len(d.open.buf)-d.open.used < n {
 		d.open = &slab{buf: make([]byte, slabBytes)}
-		i, _ := slices.BinarySearchFunc(d.slabs, d.open.base(), func(s *slab, p uintptr) int {
-			if s.base() < p {
-				return -1
-			}
-			return 1
-		})
+		i, _ := d.search(d.open.base())
 		d.slabs = slices.Insert(d.slabs, i, d.open)
 	}
 	s := d.open
