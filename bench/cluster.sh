@@ -33,7 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/raftset" ./cmd/raftset
+# RAFTSET_BIN: measure a prebuilt binary (bench/ab.sh compares two builds).
+if [ -n "${RAFTSET_BIN:-}" ]; then cp "$RAFTSET_BIN" "$work/raftset"; else go build -o "$work/raftset" ./cmd/raftset; fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 now() { echo "$EPOCHREALTIME"; }

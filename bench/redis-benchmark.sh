@@ -19,7 +19,8 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-go build -o "$work/raftset" ./cmd/raftset
+# RAFTSET_BIN: measure a prebuilt binary (bench/ab.sh compares two builds).
+if [ -n "${RAFTSET_BIN:-}" ]; then cp "$RAFTSET_BIN" "$work/raftset"; else go build -o "$work/raftset" ./cmd/raftset; fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 # wait_ready waits until the server accepts a write (raftset: has elected itself).
