@@ -3,6 +3,7 @@
 //	raftset [server] [config-file] [--name value ...]   run a node (the default)
 //	raftset rdb check|dump [--db N] FILE                 inspect an RDB file
 //	raftset healthcheck [--addr host:port] [--writable]  probe a node (docker HEALTHCHECK)
+//	raftset cert ca|node|client ...                      make TLS certificates for a cluster
 //	raftset version
 package main
 
@@ -26,6 +27,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runRDB(args[1:], stdout, stderr)
 		case "healthcheck":
 			return runHealthcheck(args[1:], stdout, stderr)
+		case "cert":
+			return runCert(args[1:], stdout, stderr)
 		case "version", "--version", "-v":
 			fmt.Fprintf(stdout, "raftset %s\n", version)
 			return 0
@@ -53,6 +56,9 @@ const usage = `usage:
   raftset rdb check [--db N] FILE                      verify an RDB file, print its summary
   raftset rdb dump  [--db N] FILE                      print every key as one JSON object per line
   raftset healthcheck [--addr host:port] [--writable]  exit 0 if the node answers (and knows a leader)
+  raftset cert ca [--dir certs]                        make a cluster CA (ca.crt, ca.key)
+  raftset cert node NAME [--ip A,B] [--dns X,Y]        make a node certificate signed by it
+  raftset cert client NAME                             make a client certificate (tls-auth-clients)
   raftset version
 
 Directives (config file "name value", or --name value): see cmd/raftset/default.conf.
