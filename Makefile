@@ -1,13 +1,14 @@
 # raftset: `make test` is the README's test command; `make image` builds the
 # FROM-scratch Docker image around a static binary built on this host;
-# `make compose-test` runs the 3-node docker compose cluster test.
+# `make compose-test` runs the 3-node docker compose cluster test; `make lint`
+# is what every change must pass besides the tests.
 GO    ?= go
 IMAGE ?= raftset:local
 BIN   := bin/raftset
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build static test image compose-test jepsen jepsen-ci jepsen-smoke clean
+.PHONY: all build static test lint image compose-test jepsen jepsen-ci jepsen-smoke clean
 
 all: build
 
@@ -16,6 +17,14 @@ build:
 
 test:
 	$(GO) test -race ./...
+
+# gofmt, go vet (the Jepsen files too) and the layering tests: package
+# directions and the state machine's clock and randomness ban.
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags jepsen ./...
+	$(GO) test -count=1 ./internal/layering
 
 # Static, so it runs in an image with nothing else in it.
 static:

@@ -12,7 +12,7 @@ import (
 	"raftset/internal/command"
 )
 
-// seedOps is the seed benchmark's write load (redis-spec.md §9.1):
+// seedOps is the seed benchmark's write load (docs/benchmarks.md):
 // 10,000,000 "SADD __rand_int__ __rand_int__", key and member each a
 // 12-digit zero-padded decimal below 200,000, which leaves 200,000 listpack
 // sets of about 50 members. The generator and its seed are those of

@@ -7,7 +7,7 @@ import (
 	"raftset/internal/command"
 )
 
-// Expiry commands (redis-spec.md §3.10-§3.12, §8; redis/redis src/expire.c).
+// Expiry commands (redis/redis src/expire.c; docs/invariants.md §4).
 // A key is logically expired when its deadline is at or before the clock.
 
 // expireFlags are EXPIRE's NX/XX/GT/LT options.

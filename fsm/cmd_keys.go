@@ -10,7 +10,7 @@ import (
 	"raftset/internal/strictint"
 )
 
-// Generic key commands (redis-spec.md §3.1-§3.9; redis/redis src/db.c).
+// Generic key commands (redis/redis src/db.c).
 
 var emptyScan = []byte("*2\r\n$1\r\n0\r\n*0\r\n")
 

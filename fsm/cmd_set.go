@@ -9,7 +9,7 @@ import (
 	"raftset/internal/setenc"
 )
 
-// Set commands (redis-spec.md §2; redis/redis src/t_set.c).
+// Set commands (redis/redis src/t_set.c).
 
 const errOutOfRangeSigned = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
 
@@ -121,9 +121,9 @@ func (c *execCtx) members(s *setenc.Set) {
 
 // parseSPopCount parses SPOP's count as getPositiveLongFromObjectOrReply
 // does: anything but an integer of at least 0 gets "value is out of range,
-// must be positive", a non-integer too. (redis-spec.md §2 says a
-// non-integer gets "value is not an integer or out of range"; Redis 7.0.15
-// and the 7.x source answer as here.)
+// must be positive", a non-integer too. (Not "value is not an integer or
+// out of range", which one would expect and SRANDMEMBER answers; Redis
+// 7.0.15 and the 7.x source answer as here.)
 func parseSPopCount(b []byte) (int64, string) {
 	n, ok := parseInt(b)
 	if !ok || n < 0 {

@@ -7,7 +7,7 @@ import (
 	"raftset/internal/command"
 )
 
-// String commands (redis-spec.md §3.13-§3.15; redis/redis src/t_string.c).
+// String commands (redis/redis src/t_string.c).
 
 const errTooBig = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 

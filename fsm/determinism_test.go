@@ -188,7 +188,7 @@ func applyLogs(f *FSM, logs []*raft.Log) [][][]byte {
 	return out
 }
 
-// TestDeterminism is the design brief's must-show: a random log of mixed
+// TestDeterminism is the proof docs/invariants.md §3 asks for: a random log of mixed
 // commands (SPOP, SRANDMEMBER and RANDOMKEY inside MULTI, EXPIRE, *STORE,
 // CONFIG SET of the limits, active expiry, clock going backwards...) fed to
 // two FSMs, one of them snapshotted halfway while it keeps applying and a

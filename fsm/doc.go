@@ -1,6 +1,6 @@
 // Package fsm is raftset's replicated state machine: the keyspace, the
-// semantics of every data command (Redis 7.2's replies and errors,
-// redis-spec.md §1-§3), and Raft's Apply, Snapshot and Restore.
+// semantics of every data command (Redis 7.2's replies and errors), and
+// Raft's Apply, Snapshot and Restore.
 //
 // # The raft.FSM contract
 //
@@ -13,7 +13,7 @@
 // whole file into a new keyspace and swaps it in only once the file has
 // proved complete and intact; on any error the previous state is kept.
 //
-// # Determinism (design brief §3)
+// # Determinism (docs/invariants.md §3)
 //
 // Apply reads nothing but the entry and the state. Its clock is
 // now = max(previous now, entry.NowMs), the proposing leader's clock, so it
@@ -39,7 +39,7 @@
 // against its own clock. Read serves read-only commands under the read lock;
 // WatchStamp gives WATCH its stamps, which EXEC compares when applied.
 //
-// # Expiry (design brief §4)
+// # Expiry (docs/invariants.md §4)
 //
 // A key is logically expired when its deadline is at or before the clock.
 // Reads hide such keys; a write applied from the log treats one as absent
@@ -49,7 +49,7 @@
 // still expired at that entry's time. The deadline sits in the same chunk
 // as the value, found by the same lookup.
 //
-// # Snapshots (design brief §6)
+// # Snapshots (docs/invariants.md §6)
 //
 // A snapshot is an RDB file (package snapshot) that Redis 7.2 can load,
 // plus AUX fields carrying what Redis has no place for: the clock, the

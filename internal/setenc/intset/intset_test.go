@@ -50,8 +50,9 @@ func TestNew(t *testing.T) {
 	}
 }
 
-// TestAppendixA2 pins the worked bytes of redis-spec.md Appendix A.2, built
-// both ways a caller builds an intset.
+// TestAppendixA2 pins two intsets worked out by hand from Redis's
+// src/intset.h (one at width 2, one at width 4), built both ways a caller
+// builds an intset.
 func TestAppendixA2(t *testing.T) {
 	for _, tc := range []struct {
 		vals []int64

@@ -38,7 +38,8 @@ func TestNew(t *testing.T) {
 }
 
 // TestAppendEntryBytes checks the entry (encoding+data+backlen) Append
-// writes for one member: Appendix A.1 plus the string-encoding and backlen
+// writes for one member: bytes worked out by hand from Redis's
+// src/listpack.c for each encoding, plus the string-encoding and backlen
 // size boundaries.
 func TestAppendEntryBytes(t *testing.T) {
 	for _, tc := range []struct {

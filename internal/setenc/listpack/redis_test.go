@@ -70,8 +70,8 @@ func jsonMembers(t *testing.T, raw []json.RawMessage) []string {
 
 // TestRedisRDBListpacks rebuilds every listpack set of Redis 7.2.6's test
 // vectors with Append, in the order the SADD commands sent the members
-// (/work/shared/testdata/rdb/README.md), and requires Redis's exact bytes
-// to appear in the .rdb file. Then it extracts the blobs and checks them
+// (the lists below), and requires Redis's exact bytes to appear in the .rdb
+// file. Then it extracts the blobs and checks them
 // against the JSON's member lists.
 func TestRedisRDBListpacks(t *testing.T) {
 	var m128 []string
