@@ -128,8 +128,8 @@ func TestPrepare(t *testing.T) {
 	for _, tt := range tests {
 		op := f.Prepare(toArgs(tt.args...), now)
 		var got string
-		if op.Kind == command.OpError {
-			got = string(op.Err)
+		if op.Kind == command.OpReply {
+			got = string(op.Reply)
 		} else {
 			got = string(bytes.Join(op.Args, []byte(" ")))
 		}
@@ -370,7 +370,7 @@ func TestTransaction(t *testing.T) {
 	}
 	tx := command.Op{Kind: command.OpTx, Tx: &command.Tx{Ops: []command.Op{
 		command.Cmd(toArgs("srandmember", "s", "5")...),
-		{Kind: command.OpError, Err: command.Error(command.ErrSyntax)},
+		{Kind: command.OpReply, Reply: command.Error(command.ErrSyntax)},
 		command.Cmd(toArgs("spop", "s", "3")...),
 		command.Cmd(toArgs("randomkey")...),
 		command.Cmd(toArgs("srandmember", "s", "-4")...),
