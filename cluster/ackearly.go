@@ -38,8 +38,8 @@ func (n *Node) ackEarly(ops []command.Op) earlyAck {
 // for SADD and SREM (right for the suite's unique members), +OK otherwise.
 func guessReply(op *command.Op) []byte {
 	switch {
-	case op.Kind == command.OpError:
-		return op.Err
+	case op.Kind == command.OpReply:
+		return op.Reply
 	case op.Kind == command.OpCommand && len(op.Args) > 2 &&
 		(bytes.EqualFold(op.Args[0], []byte("sadd")) || bytes.EqualFold(op.Args[0], []byte("srem"))):
 		return []byte(":" + strconv.Itoa(len(op.Args)-2) + "\r\n")

@@ -147,13 +147,13 @@ func (f *fakeFSM) Apply(l *raft.Log) any {
 		switch op.Kind {
 		case command.OpCommand:
 			res.Replies[i] = f.exec(op.Args)
-		case command.OpError:
-			res.Replies[i] = op.Err
+		case command.OpReply:
+			res.Replies[i] = op.Reply
 		case command.OpTx:
 			out := command.AppendArray(nil, len(op.Tx.Ops))
 			for _, in := range op.Tx.Ops {
-				if in.Kind == command.OpError {
-					out = append(out, in.Err...)
+				if in.Kind == command.OpReply {
+					out = append(out, in.Reply...)
 				} else {
 					out = append(out, f.exec(in.Args)...)
 				}
@@ -267,11 +267,11 @@ func (f *fakeFSM) Prepare(a [][]byte, nowMs int64) command.Op {
 	case "expire":
 		secs, err := strconv.ParseInt(string(a[2]), 10, 64)
 		if err != nil {
-			return command.Op{Kind: command.OpError, Err: command.Error(command.ErrNotInteger)}
+			return command.Op{Kind: command.OpReply, Reply: command.Error(command.ErrNotInteger)}
 		}
 		return command.Cmd(args("pexpireat", string(a[1]), strconv.FormatInt(nowMs+secs*1000, 10))...)
 	}
-	return command.Op{Kind: command.OpError, Err: command.Error(command.ErrSyntax)}
+	return command.Op{Kind: command.OpReply, Reply: command.Error(command.ErrSyntax)}
 }
 
 func (f *fakeFSM) Read(a [][]byte, nowMs int64, src setenc.Source, dst []byte) []byte {

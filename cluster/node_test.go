@@ -66,7 +66,7 @@ func TestWriteRepliesInOrder(t *testing.T) {
 			[]string{":1\r\n", ":1\r\n", ":1\r\n"}},
 		{"syntax error in the middle keeps its place", []command.Op{cmd("sadd", "t", "1"), cmd("bogus"), cmd("sadd", "t", "1", "2")},
 			[]string{":1\r\n", "-ERR syntax error\r\n", ":1\r\n"}},
-		{"pre-decided error op", []command.Op{{Kind: command.OpError, Err: command.Error("ERR x")}, cmd("sadd", "u", "1")},
+		{"pre-decided error op", []command.Op{{Kind: command.OpReply, Reply: command.Error("ERR x")}, cmd("sadd", "u", "1")},
 			[]string{"-ERR x\r\n", ":1\r\n"}},
 		{"transaction", []command.Op{{Kind: command.OpTx, Tx: &command.Tx{Ops: []command.Op{cmd("sadd", "v", "1"), cmd("bogus"), cmd("sadd", "v", "1", "2")}}}},
 			[]string{"*3\r\n:1\r\n-ERR syntax error\r\n:1\r\n"}},

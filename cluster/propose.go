@@ -121,7 +121,7 @@ func (w *writer) init(n *Node) {
 // Write proposes ops through the Raft log and returns one RESP2 reply per op,
 // in order, once the entry carrying them is committed and applied on this
 // node. A follower forwards the ops to the leader (forward.go) and relays
-// its replies. Ops are OpCommand (a write command, name first), OpTx or OpError.
+// its replies. Ops are OpCommand (a write command, name first), OpTx or OpReply.
 // Replies: the state machine's; -TRYAGAIN when the write certainly was not
 // appended (not the leader, no leader, shutting down); -CLUSTERDOWN when its
 // outcome is unknown (leadership lost or the node stopped after it was
@@ -411,7 +411,7 @@ func (w *writer) propose(q []*writeReq) bool {
 		allErrors := true
 		for i := range r.ops {
 			p := w.prepare(&r.ops[i], now, r.internal)
-			if p.Kind != command.OpError {
+			if p.Kind != command.OpReply {
 				allErrors = false
 			}
 			w.prep = append(w.prep, p)
@@ -419,7 +419,7 @@ func (w *writer) propose(q []*writeReq) bool {
 		if allErrors {
 			// Errors found without state never reach the log.
 			for i := range w.prep {
-				r.replies[i] = w.prep[i].Err
+				r.replies[i] = w.prep[i].Reply
 			}
 			w.release(r)
 			continue
@@ -458,7 +458,7 @@ func (w *writer) prepare(op *command.Op, now int64, internal bool) command.Op {
 		return w.n.fsm.Prepare(op.Args, now)
 	case command.OpTx:
 		if op.Tx == nil {
-			return command.Op{Kind: command.OpError, Err: command.Error("ERR empty transaction")}
+			return command.Op{Kind: command.OpReply, Reply: command.Error("ERR empty transaction")}
 		}
 		tx := &command.Tx{Watches: op.Tx.Watches, Ops: make([]command.Op, len(op.Tx.Ops))}
 		for i := range op.Tx.Ops {
@@ -585,7 +585,7 @@ func opSize(op *command.Op) int {
 		}
 		return s
 	default:
-		return 1 + bytesSize(op.Err)
+		return 1 + bytesSize(op.Reply)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 type stateMachine interface {
 	raft.FSM
 	// Prepare checks a write's syntax without state and rewrites relative
-	// times to absolute ones; syntax errors come back as OpError.
+	// times to absolute ones; syntax errors come back as OpReply.
 	Prepare(args [][]byte, nowMs int64) command.Op
 	// Read runs a read-only command against the current state.
 	Read(args [][]byte, nowMs int64, src setenc.Source, dst []byte) []byte

@@ -17,7 +17,9 @@ const (
 
 // newCommandTable builds the dispatch table. Arity and the write flag come
 // from command.Commands(), so the front end, the proposer and the state
-// machine agree on them; internal commands declare their own.
+// machine agree on them; internal commands declare their own. A command of
+// the table flagged Write or ReadOnly needs an entry here, and an entry needs
+// such a command: TestCommandTable checks both.
 func newCommandTable() map[string]*cmdDef {
 	specs := command.Commands()
 	t := make(map[string]*cmdDef, 64)

@@ -155,7 +155,7 @@ func (g *logGen) entry() {
 			}
 			ops = append(ops, command.Op{Kind: command.OpTx, Tx: tx})
 		case 1:
-			ops = append(ops, command.Op{Kind: command.OpError, Err: command.Error(command.ErrSyntax)})
+			ops = append(ops, command.Op{Kind: command.OpReply, Reply: command.Error(command.ErrSyntax)})
 		default:
 			ops = append(ops, g.op(g.command(false)))
 		}

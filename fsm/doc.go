@@ -32,7 +32,7 @@
 // # Leader-side preparation and reads
 //
 // Prepare runs on the leader before proposing a write: it turns syntax,
-// option and range errors into OpError ops (never proposed as commands) and
+// option and range errors into OpReply ops (never proposed as commands) and
 // relative times into absolute ones (EXPIRE → PEXPIREAT, SET EX → SET PXAT,
 // SETEX → SET PXAT, GETEX EX → GETEX PXAT), as Redis rewrites them for its
 // replicas. Apply accepts the original forms too and reads relative times

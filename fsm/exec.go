@@ -84,7 +84,7 @@ func arityOK(arity, argc int) bool {
 // milliseconds computed from nowMs: EXPIRE, PEXPIRE and EXPIREAT become
 // PEXPIREAT with the same NX/XX/GT/LT options; SET with EX, PX or EXAT,
 // SETEX and PSETEX become SET ... PXAT; GETEX with EX, PX or EXAT becomes
-// GETEX ... PXAT. A syntax, option or range error comes back as an OpError
+// GETEX ... PXAT. A syntax, option or range error comes back as an OpReply
 // op carrying the reply the original command gives, so it never reaches the
 // log as a command. The command name is lower-cased. Prepare takes no lock.
 func (f *FSM) Prepare(args [][]byte, nowMs int64) command.Op {
@@ -111,7 +111,9 @@ func (f *FSM) Prepare(args [][]byte, nowMs int64) command.Op {
 	return command.Op{Kind: command.OpCommand, Args: out}
 }
 
-func errOp(msg string) command.Op { return command.Op{Kind: command.OpError, Err: command.Error(msg)} }
+func errOp(msg string) command.Op {
+	return command.Op{Kind: command.OpReply, Reply: command.Error(msg)}
+}
 
 // rng returns the command's random generator. Inside Apply it is seeded
 // from the entry's index and term and the command's position, so every

@@ -155,8 +155,8 @@ func (c *execCtx) execOp(op *command.Op) {
 	switch op.Kind {
 	case command.OpCommand:
 		c.exec(op.Args)
-	case command.OpError:
-		c.out = append(c.out, op.Err...)
+	case command.OpReply:
+		c.out = append(c.out, op.Reply...)
 	case command.OpTx:
 		c.execTx(op.Tx)
 	default:

@@ -65,8 +65,8 @@ func doCmd(t testing.TB, f *FSM, now int64, args ...string) string {
 		return string(f.Read(argv, now, newTestSource(now), nil))
 	}
 	op := f.Prepare(argv, now)
-	if op.Kind == command.OpError {
-		return string(op.Err)
+	if op.Kind == command.OpReply {
+		return string(op.Reply)
 	}
 	return string(applyEntry(t, f, now, op)[0])
 }

@@ -34,5 +34,5 @@
 // applies the transaction atomically and aborts it (*-1) when a watched key
 // changed. Connection and node commands queued in a transaction are answered
 // at EXEC time and travel in the transaction as pre-decided replies
-// (command.OpError), so their replies take their place in EXEC's array.
+// (command.OpReply), so their replies take their place in EXEC's array.
 package resp

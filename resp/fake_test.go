@@ -82,8 +82,8 @@ func (f *fakeStore) Write(ctx context.Context, ops []command.Op) [][]byte {
 		switch op.Kind {
 		case command.OpCommand:
 			out[i] = f.exec(op.Args)
-		case command.OpError:
-			out[i] = op.Err
+		case command.OpReply:
+			out[i] = op.Reply
 		case command.OpTx:
 			out[i] = f.tx(op.Tx)
 		}
@@ -99,8 +99,8 @@ func (f *fakeStore) tx(tx *command.Tx) []byte {
 	}
 	out := command.AppendArray(nil, len(tx.Ops))
 	for _, op := range tx.Ops {
-		if op.Kind == command.OpError {
-			out = append(out, op.Err...)
+		if op.Kind == command.OpReply {
+			out = append(out, op.Reply...)
 		} else {
 			out = append(out, f.exec(op.Args)...)
 		}

@@ -92,7 +92,7 @@ func (c *client) exec() {
 		} else {
 			reply = c.run1(nil, q.spec, q.args)
 		}
-		tx.Ops[i] = command.Op{Kind: command.OpError, Err: reply}
+		tx.Ops[i] = command.Op{Kind: command.OpReply, Reply: reply}
 	}
 	c.watches = nil
 	c.endMulti()
@@ -100,7 +100,7 @@ func (c *client) exec() {
 		// Nothing for the store to decide.
 		c.scratch = command.AppendArray(c.scratch[:0], len(tx.Ops))
 		for _, op := range tx.Ops {
-			c.scratch = append(c.scratch, op.Err...)
+			c.scratch = append(c.scratch, op.Reply...)
 		}
 		c.reply(c.scratch)
 		return

@@ -38,7 +38,8 @@ type KeySpec struct {
 	KeyStep int
 }
 
-// argSyntax gives each command's arguments, one line per command, in a
+// syntax sets the spec's arguments (COMMAND DOCS) and the key
+// specifications derived from them (COMMAND INFO) from one line in a
 // notation close to the one Redis's documentation uses:
 //
 //	name:type          an argument (types: key string integer double pattern unix-time)
@@ -52,135 +53,24 @@ type KeySpec struct {
 //	x@7.0.0            the argument is newer than its command
 //
 // Suffixes also follow a closing bracket: [ ... ]@6.2.0. Key specification
-// indexes are given in the order the keys appear. Subcommands are keyed by
-// their full name ("object|encoding"); a command without a line takes no
-// arguments.
-func argSyntax() map[string]string {
-	return map[string]string{
-		"sadd":        "key:key{RW,insert} member:string...",
-		"srem":        "key:key{RW,delete} member:string...",
-		"scard":       "key:key{RO}",
-		"sismember":   "key:key{RO} member:string",
-		"smismember":  "key:key{RO,access} member:string...",
-		"smembers":    "key:key{RO,access}",
-		"spop":        "key:key{RW,access,delete} [count:integer]@3.2.0",
-		"srandmember": "key:key{RO,access} [count:integer]@2.6.0",
-		"smove":       "source:key{RW,access,delete} destination:key{RW,insert} member:string",
-		"sinter":      "key:key{RO,access}...",
-		"sintercard":  "numkeys:integer key:key{RO,access}... [LIMIT limit:integer]",
-		"sinterstore": "destination:key{RW,update} key:key{RO,access}...",
-		"sunion":      "key:key{RO,access}...",
-		"sunionstore": "destination:key{OW,update} key:key{RO,access}...",
-		"sdiff":       "key:key{RO,access}...",
-		"sdiffstore":  "destination:key{OW,update} key:key{RO,access}...",
-		"sscan":       "key:key{RO,access} cursor:integer [MATCH pattern:pattern] [COUNT count:integer]",
-
-		"del":       "key:key{RM,delete}...",
-		"unlink":    "key:key{RM,delete}...",
-		"exists":    "key:key{RO}...",
-		"type":      "key:key{RO}",
-		"rename":    "key:key{RW,access,delete} newkey:key{OW,update}",
-		"renamenx":  "key:key{RW,access,delete} newkey:key{OW,insert}",
-		"keys":      "pattern:pattern",
-		"scan":      "cursor:integer [MATCH pattern:pattern] [COUNT count:integer] [TYPE type:string]@6.0.0",
-		"touch":     "key:key{RO}...",
-		"flushall":  "[async: ASYNC@4.0.0 | SYNC@6.2.0]",
-		"flushdb":   "[async: ASYNC@4.0.0 | SYNC@6.2.0]",
-		"expire":    "key:key{RW,update} seconds:integer [condition: NX | XX | GT | LT]@7.0.0",
-		"pexpire":   "key:key{RW,update} milliseconds:integer [condition: NX | XX | GT | LT]@7.0.0",
-		"expireat":  "key:key{RW,update} unix-time-seconds:unix-time [condition: NX | XX | GT | LT]@7.0.0",
-		"pexpireat": "key:key{RW,update} unix-time-milliseconds:unix-time [condition: NX | XX | GT | LT]@7.0.0",
-
-		"ttl":         "key:key{RO,access}",
-		"pttl":        "key:key{RO,access}",
-		"expiretime":  "key:key{RO,access}",
-		"pexpiretime": "key:key{RO,access}",
-		"persist":     "key:key{RW,update}",
-
-		"object|encoding": "key:key{RO}",
-
-		"get": "key:key{RO,access}",
-		"set": "key:key{RW,access,update,variable_flags} value:string [condition: NX | XX]@2.6.12 [GET]@6.2.0 " +
-			"[expiration: EX seconds:integer@2.6.12 | PX milliseconds:integer@2.6.12 | " +
-			"EXAT unix-time-seconds:unix-time@6.2.0 | PXAT unix-time-milliseconds:unix-time@6.2.0 | KEEPTTL@6.0.0]",
-		"setex":  "key:key{OW,update} seconds:integer value:string",
-		"psetex": "key:key{OW,update} milliseconds:integer value:string",
-		"setnx":  "key:key{OW,insert} value:string",
-		"getdel": "key:key{RW,access,delete}",
-		"getex": "key:key{RW,access,update} [expiration: EX seconds:integer | PX milliseconds:integer | " +
-			"EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | PERSIST]",
-		"mget":   "key:key{RO,access}...",
-		"mset":   "(key_value: key:key{OW,update} value:string)...",
-		"incr":   "key:key{RW,access,update}",
-		"incrby": "key:key{RW,access,update} increment:integer",
-		"decr":   "key:key{RW,access,update}",
-		"decrby": "key:key{RW,access,update} decrement:integer",
-
-		"watch": "key:key{RO}...",
-
-		"subscribe":    "channel:string...",
-		"unsubscribe":  "[channel:string...]",
-		"psubscribe":   "(pattern: pattern:pattern)...",
-		"punsubscribe": "[pattern:pattern...]",
-		"publish":      "channel:string message:string",
-
-		"ping":   "[message:string]",
-		"echo":   "message:string",
-		"select": "index:integer",
-		"hello":  "[arguments: protover:integer [AUTH username_password: username:string password:string] [SETNAME clientname:string]]",
-		"auth":   "[username:string]@6.0.0 password:string",
-
-		"client|setname": "connection-name:string",
-		"client|list": "[TYPE normal_master_replica_pubsub: NORMAL | MASTER | REPLICA | PUBSUB]@5.0.0 " +
-			"[ID id: client-id:integer...]@6.2.0",
-		"client|setinfo": "(attr: LIB-NAME libname:string | LIB-VER libver:string)",
-
-		"info":         "[section:string...]",
-		"config|get":   "(parameter: parameter:string)...",
-		"config|set":   "(parameter_value: parameter:string value:string)...",
-		"command|docs": "[command-name:string...]",
-		"command|info": "[command-name:string...]",
-		"command|list": "[FILTERBY filterby: MODULE module-name:string | ACLCAT category:string | PATTERN pattern:pattern]",
-		"bgsave":       "[SCHEDULE]@3.2.2",
-		"wait":         "numreplicas:integer timeout:integer",
-		"shutdown":     "[nosave_save: NOSAVE | SAVE] [NOW]@7.0.0 [FORCE]@7.0.0 [ABORT]@7.0.0",
-
-		"raft.join":     "node-id:string raft-address:string [client-address:string]",
-		"raft.remove":   "node-id:string",
-		"raft.transfer": "[node-id:string]",
+// indexes are given in the order the keys appear. A spec without a syntax
+// line takes no arguments. A line that does not parse is a programming
+// error in the table: it panics, and the package's tests catch it.
+func (s *Spec) syntax(line string) *Spec {
+	args, keys, err := parseArgs(line)
+	if err != nil {
+		panic(fmt.Sprintf("command: arguments of %s: %v", s.Name, err))
 	}
-}
-
-// attachArgs parses every command's argument line into its spec. A line that
-// does not parse, or names no command, is a programming error in this file:
-// it panics, and the package's tests catch it.
-func attachArgs(t Table) {
-	for name, syntax := range argSyntax() {
-		spec := t[name]
-		if parent, _, ok := strings.Cut(name, "|"); ok && t[parent] != nil {
-			for _, sub := range t[parent].Subs {
-				if sub.Name == name {
-					spec = sub
-				}
-			}
-		}
-		if spec == nil {
-			panic("command: arguments for unknown command " + name)
-		}
-		args, keys, err := parseArgs(syntax)
-		if err != nil {
-			panic(fmt.Sprintf("command: arguments of %s: %v", name, err))
-		}
-		spec.Args = args
-		first := 1 // argv index of the first argument
-		if strings.Contains(name, "|") {
-			first = 2
-		}
-		spec.KeySpecs, err = keySpecs(args, keys, first, spec.Has(MovableKeys))
-		if err != nil {
-			panic(fmt.Sprintf("command: key specs of %s: %v", name, err))
-		}
+	s.Args = args
+	first := 1 // argv index of the first argument
+	if strings.Contains(s.Name, "|") {
+		first = 2
 	}
+	s.KeySpecs, err = keySpecs(args, keys, first, s.Has(MovableKeys))
+	if err != nil {
+		panic(fmt.Sprintf("command: key specs of %s: %v", s.Name, err))
+	}
+	return s
 }
 
 // keySpecs derives the key specifications from the top-level arguments: a
@@ -217,7 +107,7 @@ func keySpecs(args []*Arg, keyFlags [][]string, pos int, movable bool) ([]KeySpe
 	return out, nil
 }
 
-// argParser reads one argSyntax line.
+// argParser reads one syntax line.
 type argParser struct {
 	s        string
 	pos      int

@@ -7,10 +7,10 @@
 // writes of many clients):
 //
 //	entry   := version:1 type:1 nowMs:uvarint count:uvarint op*
-//	op      := 0x00 command | 0x01 tx | 0x02 error
+//	op      := 0x00 command | 0x01 tx | 0x02 reply
 //	command := argc:uvarint (len:uvarint bytes)*
 //	tx      := nwatch:uvarint (key exists:1 stamp:uvarint)* count:uvarint op*
-//	error   := len:uvarint bytes            (a reply decided before proposing)
+//	reply   := len:uvarint bytes            (a reply decided before proposing)
 //
 // nowMs is the proposing leader's clock: the only clock the state machine
 // reads. A type byte with the 0x80 bit set marks an entry that an older binary

@@ -27,23 +27,25 @@ const (
 	OpCommand OpKind = 0
 	// OpTx is a MULTI/EXEC transaction: Tx.
 	OpTx OpKind = 1
-	// OpError is a reply decided before proposing (a syntax error inside a
-	// transaction): Err, replayed verbatim.
-	OpError OpKind = 2
+	// OpReply is a reply decided before proposing, replayed verbatim: an
+	// error found without state (a syntax error inside a transaction), or
+	// the reply of a connection or node command queued in a transaction and
+	// answered at EXEC (+OK for UNWATCH).
+	OpReply OpKind = 2
 )
 
 // Op is one element of a batch.
 type Op struct {
-	Kind OpKind
-	Args [][]byte
-	Tx   *Tx
-	Err  []byte
+	Kind  OpKind
+	Args  [][]byte
+	Tx    *Tx
+	Reply []byte // OpReply: RESP2 wire bytes
 }
 
 // Tx is a transaction: its watched keys, and its commands, applied as one.
 type Tx struct {
 	Watches []Watch
-	Ops     []Op // OpCommand or OpError only
+	Ops     []Op // OpCommand or OpReply only
 }
 
 // Watch is a key watched by WATCH and what the state machine said about it
@@ -94,8 +96,8 @@ func appendOps(dst []byte, ops []Op) []byte {
 				dst = binary.AppendUvarint(dst, w.Stamp)
 			}
 			dst = appendOps(dst, op.Tx.Ops)
-		case OpError:
-			dst = appendBytes(dst, op.Err)
+		case OpReply:
+			dst = appendBytes(dst, op.Reply)
 		}
 	}
 	return dst
@@ -237,8 +239,8 @@ func (d *decoder) ops(depth int) []Op {
 			}
 			tx.Ops = d.ops(depth + 1)
 			op.Tx = tx
-		case OpError:
-			op.Err = d.bytes()
+		case OpReply:
+			op.Reply = d.bytes()
 		default:
 			d.fail("op kind")
 		}

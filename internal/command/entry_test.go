@@ -12,9 +12,9 @@ func sampleEntry() *Entry {
 		Cmd([]byte("sadd"), []byte("k"), []byte("a"), []byte{0, 0xff}),
 		{Kind: OpTx, Tx: &Tx{
 			Watches: []Watch{{Key: []byte("w"), Exists: true, Stamp: 42}, {Key: []byte("x"), Stamp: 7}},
-			Ops:     []Op{Cmd([]byte("set"), []byte("k2"), []byte("")), {Kind: OpError, Err: Error(ErrSyntax)}},
+			Ops:     []Op{Cmd([]byte("set"), []byte("k2"), []byte("")), {Kind: OpReply, Reply: Error(ErrSyntax)}},
 		}},
-		{Kind: OpError, Err: Error(ErrSyntax)},
+		{Kind: OpReply, Reply: Error(ErrSyntax)},
 	}}
 }
 
@@ -30,6 +30,19 @@ func TestEntryRoundTrip(t *testing.T) {
 	}
 	if again := got.Encode(nil); !bytes.Equal(again, b) {
 		t.Errorf("re-encoding differs")
+	}
+}
+
+// TestOpReplyWireByte pins the op kind byte of a pre-decided reply (written
+// as "error" by older binaries): logs already on disk must decode.
+func TestOpReplyWireByte(t *testing.T) {
+	old := []byte{Version, byte(TypeBatch), 0, 1, 2, 5, '+', 'O', 'K', '\r', '\n'}
+	e, err := Decode(old)
+	if err != nil || len(e.Ops) != 1 || e.Ops[0].Kind != OpReply || string(e.Ops[0].Reply) != "+OK\r\n" {
+		t.Fatalf("Decode(%q) = %+v, %v; want one OpReply +OK", old, e, err)
+	}
+	if again := e.Encode(nil); !bytes.Equal(again, old) {
+		t.Errorf("Encode = %q, want %q", again, old)
 	}
 }
 

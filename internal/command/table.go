@@ -46,7 +46,7 @@ type Spec struct {
 	Since    string
 	Subs     []*Spec // subcommands: Name is "parent|sub"
 	// Args and KeySpecs are the command's syntax for COMMAND DOCS and
-	// COMMAND INFO, from args.go.
+	// COMMAND INFO, set by the table entry's syntax line.
 	Args     []*Arg
 	KeySpecs []KeySpec
 }
@@ -135,120 +135,201 @@ func spec(name string, arity int, flags Flags, first, last, step int, group, sin
 func Commands() Table {
 	list := []*Spec{
 		// Sets.
-		spec("sadd", -3, rw|fast, 1, 1, 1, "set", "1.0.0", "Adds one or more members to a set."),
-		spec("srem", -3, Write|fast, 1, 1, 1, "set", "1.0.0", "Removes one or more members from a set."),
-		spec("scard", 2, ro|fast, 1, 1, 1, "set", "1.0.0", "Returns the number of members in a set."),
-		spec("sismember", 3, ro|fast, 1, 1, 1, "set", "1.0.0", "Determines whether a member belongs to a set."),
-		spec("smismember", -3, ro|fast, 1, 1, 1, "set", "6.2.0", "Determines whether multiple members belong to a set."),
-		spec("smembers", 2, ro, 1, 1, 1, "set", "1.0.0", "Returns all members of a set."),
-		spec("spop", -2, Write|fast|Random, 1, 1, 1, "set", "1.0.0", "Returns one or more random members from a set after removing them."),
-		spec("srandmember", -2, ro|Random, 1, 1, 1, "set", "1.0.0", "Get one or multiple random members from a set."),
-		spec("smove", 4, Write|fast, 1, 2, 1, "set", "1.0.0", "Moves a member from one set to another."),
-		spec("sinter", -2, ro, 1, -1, 1, "set", "1.0.0", "Returns the intersect of multiple sets."),
-		spec("sintercard", -3, ro|MovableKeys, 0, 0, 0, "set", "7.0.0", "Returns the number of members of the intersect of multiple sets."),
-		spec("sinterstore", -3, rw, 1, -1, 1, "set", "1.0.0", "Stores the intersect of multiple sets in a key."),
-		spec("sunion", -2, ro, 1, -1, 1, "set", "1.0.0", "Returns the union of multiple sets."),
-		spec("sunionstore", -3, rw, 1, -1, 1, "set", "1.0.0", "Stores the union of multiple sets in a key."),
-		spec("sdiff", -2, ro, 1, -1, 1, "set", "1.0.0", "Returns the difference of multiple sets."),
-		spec("sdiffstore", -3, rw, 1, -1, 1, "set", "1.0.0", "Stores the difference of multiple sets in a key."),
-		spec("sscan", -3, ro|Random, 1, 1, 1, "set", "2.8.0", "Iterates over members of a set."),
+		spec("sadd", -3, rw|fast, 1, 1, 1, "set", "1.0.0", "Adds one or more members to a set.").
+			syntax("key:key{RW,insert} member:string..."),
+		spec("srem", -3, Write|fast, 1, 1, 1, "set", "1.0.0", "Removes one or more members from a set.").
+			syntax("key:key{RW,delete} member:string..."),
+		spec("scard", 2, ro|fast, 1, 1, 1, "set", "1.0.0", "Returns the number of members in a set.").
+			syntax("key:key{RO}"),
+		spec("sismember", 3, ro|fast, 1, 1, 1, "set", "1.0.0", "Determines whether a member belongs to a set.").
+			syntax("key:key{RO} member:string"),
+		spec("smismember", -3, ro|fast, 1, 1, 1, "set", "6.2.0", "Determines whether multiple members belong to a set.").
+			syntax("key:key{RO,access} member:string..."),
+		spec("smembers", 2, ro, 1, 1, 1, "set", "1.0.0", "Returns all members of a set.").
+			syntax("key:key{RO,access}"),
+		spec("spop", -2, Write|fast|Random, 1, 1, 1, "set", "1.0.0", "Returns one or more random members from a set after removing them.").
+			syntax("key:key{RW,access,delete} [count:integer]@3.2.0"),
+		spec("srandmember", -2, ro|Random, 1, 1, 1, "set", "1.0.0", "Get one or multiple random members from a set.").
+			syntax("key:key{RO,access} [count:integer]@2.6.0"),
+		spec("smove", 4, Write|fast, 1, 2, 1, "set", "1.0.0", "Moves a member from one set to another.").
+			syntax("source:key{RW,access,delete} destination:key{RW,insert} member:string"),
+		spec("sinter", -2, ro, 1, -1, 1, "set", "1.0.0", "Returns the intersect of multiple sets.").
+			syntax("key:key{RO,access}..."),
+		spec("sintercard", -3, ro|MovableKeys, 0, 0, 0, "set", "7.0.0", "Returns the number of members of the intersect of multiple sets.").
+			syntax("numkeys:integer key:key{RO,access}... [LIMIT limit:integer]"),
+		spec("sinterstore", -3, rw, 1, -1, 1, "set", "1.0.0", "Stores the intersect of multiple sets in a key.").
+			syntax("destination:key{RW,update} key:key{RO,access}..."),
+		spec("sunion", -2, ro, 1, -1, 1, "set", "1.0.0", "Returns the union of multiple sets.").
+			syntax("key:key{RO,access}..."),
+		spec("sunionstore", -3, rw, 1, -1, 1, "set", "1.0.0", "Stores the union of multiple sets in a key.").
+			syntax("destination:key{OW,update} key:key{RO,access}..."),
+		spec("sdiff", -2, ro, 1, -1, 1, "set", "1.0.0", "Returns the difference of multiple sets.").
+			syntax("key:key{RO,access}..."),
+		spec("sdiffstore", -3, rw, 1, -1, 1, "set", "1.0.0", "Stores the difference of multiple sets in a key.").
+			syntax("destination:key{OW,update} key:key{RO,access}..."),
+		spec("sscan", -3, ro|Random, 1, 1, 1, "set", "2.8.0", "Iterates over members of a set.").
+			syntax("key:key{RO,access} cursor:integer [MATCH pattern:pattern] [COUNT count:integer]"),
 		// Keys.
-		spec("del", -2, Write, 1, -1, 1, "generic", "1.0.0", "Deletes one or more keys."),
-		spec("unlink", -2, Write|fast, 1, -1, 1, "generic", "4.0.0", "Asynchronously deletes one or more keys."),
-		spec("exists", -2, ro|fast, 1, -1, 1, "generic", "1.0.0", "Determines whether one or more keys exist."),
-		spec("type", 2, ro|fast, 1, 1, 1, "generic", "1.0.0", "Determines the type of value stored at a key."),
-		spec("rename", 3, Write, 1, 2, 1, "generic", "1.0.0", "Renames a key and overwrites the destination."),
-		spec("renamenx", 3, Write|fast, 1, 2, 1, "generic", "1.0.0", "Renames a key only when the target key name doesn't exist."),
-		spec("keys", 2, ro, 0, 0, 0, "generic", "1.0.0", "Returns all key names that match a pattern."),
-		spec("scan", -2, ro|Random, 0, 0, 0, "generic", "2.8.0", "Iterates over the key names in the database."),
-		spec("touch", -2, ro|fast, 1, -1, 1, "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed."),
+		spec("del", -2, Write, 1, -1, 1, "generic", "1.0.0", "Deletes one or more keys.").
+			syntax("key:key{RM,delete}..."),
+		spec("unlink", -2, Write|fast, 1, -1, 1, "generic", "4.0.0", "Asynchronously deletes one or more keys.").
+			syntax("key:key{RM,delete}..."),
+		spec("exists", -2, ro|fast, 1, -1, 1, "generic", "1.0.0", "Determines whether one or more keys exist.").
+			syntax("key:key{RO}..."),
+		spec("type", 2, ro|fast, 1, 1, 1, "generic", "1.0.0", "Determines the type of value stored at a key.").
+			syntax("key:key{RO}"),
+		spec("rename", 3, Write, 1, 2, 1, "generic", "1.0.0", "Renames a key and overwrites the destination.").
+			syntax("key:key{RW,access,delete} newkey:key{OW,update}"),
+		spec("renamenx", 3, Write|fast, 1, 2, 1, "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.").
+			syntax("key:key{RW,access,delete} newkey:key{OW,insert}"),
+		spec("keys", 2, ro, 0, 0, 0, "generic", "1.0.0", "Returns all key names that match a pattern.").
+			syntax("pattern:pattern"),
+		spec("scan", -2, ro|Random, 0, 0, 0, "generic", "2.8.0", "Iterates over the key names in the database.").
+			syntax("cursor:integer [MATCH pattern:pattern] [COUNT count:integer] [TYPE type:string]@6.0.0"),
+		spec("touch", -2, ro|fast, 1, -1, 1, "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed.").
+			syntax("key:key{RO}..."),
 		spec("randomkey", 1, ro|Random, 0, 0, 0, "generic", "1.0.0", "Returns a random key name from the database."),
 		spec("object", -2, 0, 0, 0, 0, "generic", "2.2.3", "A container for object introspection commands.",
-			spec("object|encoding", 3, ro, 2, 2, 1, "generic", "2.2.3", "Returns the internal encoding of a Redis object."),
+			spec("object|encoding", 3, ro, 2, 2, 1, "generic", "2.2.3", "Returns the internal encoding of a Redis object.").
+				syntax("key:key{RO}"),
 			spec("object|help", 2, ro, 0, 0, 0, "generic", "6.2.0", "Returns helpful text about the different subcommands.")),
 		spec("dbsize", 1, ro|fast, 0, 0, 0, "server", "1.0.0", "Returns the number of keys in the database."),
-		spec("flushall", -1, Write, 0, 0, 0, "server", "1.0.0", "Removes all keys from all databases."),
-		spec("flushdb", -1, Write, 0, 0, 0, "server", "1.0.0", "Remove all keys from the current database."),
+		spec("flushall", -1, Write, 0, 0, 0, "server", "1.0.0", "Removes all keys from all databases.").
+			syntax("[async: ASYNC@4.0.0 | SYNC@6.2.0]"),
+		spec("flushdb", -1, Write, 0, 0, 0, "server", "1.0.0", "Remove all keys from the current database.").
+			syntax("[async: ASYNC@4.0.0 | SYNC@6.2.0]"),
 		// Expiry.
-		spec("expire", -3, Write|fast, 1, 1, 1, "generic", "1.0.0", "Sets the expiration time of a key in seconds."),
-		spec("pexpire", -3, Write|fast, 1, 1, 1, "generic", "2.6.0", "Sets the expiration time of a key in milliseconds."),
-		spec("expireat", -3, Write|fast, 1, 1, 1, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp."),
-		spec("pexpireat", -3, Write|fast, 1, 1, 1, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp."),
-		spec("ttl", 2, ro|fast, 1, 1, 1, "generic", "1.0.0", "Returns the expiration time in seconds of a key."),
-		spec("pttl", 2, ro|fast, 1, 1, 1, "generic", "2.6.0", "Returns the expiration time in milliseconds of a key."),
-		spec("expiretime", 2, ro|fast, 1, 1, 1, "generic", "7.0.0", "Returns the expiration time of a key as a Unix timestamp."),
-		spec("pexpiretime", 2, ro|fast, 1, 1, 1, "generic", "7.0.0", "Returns the expiration time of a key as a Unix milliseconds timestamp."),
-		spec("persist", 2, Write|fast, 1, 1, 1, "generic", "2.2.0", "Removes the expiration time of a key."),
+		spec("expire", -3, Write|fast, 1, 1, 1, "generic", "1.0.0", "Sets the expiration time of a key in seconds.").
+			syntax("key:key{RW,update} seconds:integer [condition: NX | XX | GT | LT]@7.0.0"),
+		spec("pexpire", -3, Write|fast, 1, 1, 1, "generic", "2.6.0", "Sets the expiration time of a key in milliseconds.").
+			syntax("key:key{RW,update} milliseconds:integer [condition: NX | XX | GT | LT]@7.0.0"),
+		spec("expireat", -3, Write|fast, 1, 1, 1, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.").
+			syntax("key:key{RW,update} unix-time-seconds:unix-time [condition: NX | XX | GT | LT]@7.0.0"),
+		spec("pexpireat", -3, Write|fast, 1, 1, 1, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp.").
+			syntax("key:key{RW,update} unix-time-milliseconds:unix-time [condition: NX | XX | GT | LT]@7.0.0"),
+		spec("ttl", 2, ro|fast, 1, 1, 1, "generic", "1.0.0", "Returns the expiration time in seconds of a key.").
+			syntax("key:key{RO,access}"),
+		spec("pttl", 2, ro|fast, 1, 1, 1, "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.").
+			syntax("key:key{RO,access}"),
+		spec("expiretime", 2, ro|fast, 1, 1, 1, "generic", "7.0.0", "Returns the expiration time of a key as a Unix timestamp.").
+			syntax("key:key{RO,access}"),
+		spec("pexpiretime", 2, ro|fast, 1, 1, 1, "generic", "7.0.0", "Returns the expiration time of a key as a Unix milliseconds timestamp.").
+			syntax("key:key{RO,access}"),
+		spec("persist", 2, Write|fast, 1, 1, 1, "generic", "2.2.0", "Removes the expiration time of a key.").
+			syntax("key:key{RW,update}"),
 		// Strings.
-		spec("get", 2, ro|fast, 1, 1, 1, "string", "1.0.0", "Returns the string value of a key."),
-		spec("set", -3, rw, 1, 1, 1, "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
-		spec("setex", 4, rw, 1, 1, 1, "string", "2.0.0", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
-		spec("psetex", 4, rw, 1, 1, 1, "string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist."),
-		spec("setnx", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Set the string value of a key only when the key doesn't exist."),
-		spec("getdel", 2, Write|fast, 1, 1, 1, "string", "6.2.0", "Returns the string value of a key after deleting the key."),
-		spec("getex", -2, Write|fast, 1, 1, 1, "string", "6.2.0", "Returns the string value of a key after setting its expiration time."),
-		spec("mget", -2, ro|fast, 1, -1, 1, "string", "1.0.0", "Atomically returns the string values of one or more keys."),
-		spec("mset", -3, rw, 1, -1, 2, "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys."),
-		spec("incr", 2, rw|fast, 1, 1, 1, "string", "1.0.0", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
-		spec("incrby", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
-		spec("decr", 2, rw|fast, 1, 1, 1, "string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
-		spec("decrby", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
+		spec("get", 2, ro|fast, 1, 1, 1, "string", "1.0.0", "Returns the string value of a key.").
+			syntax("key:key{RO,access}"),
+		spec("set", -3, rw, 1, 1, 1, "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.").
+			syntax("key:key{RW,access,update,variable_flags} value:string [condition: NX | XX]@2.6.12 [GET]@6.2.0 " +
+				"[expiration: EX seconds:integer@2.6.12 | PX milliseconds:integer@2.6.12 | " +
+				"EXAT unix-time-seconds:unix-time@6.2.0 | PXAT unix-time-milliseconds:unix-time@6.2.0 | KEEPTTL@6.0.0]"),
+		spec("setex", 4, rw, 1, 1, 1, "string", "2.0.0", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.").
+			syntax("key:key{OW,update} seconds:integer value:string"),
+		spec("psetex", 4, rw, 1, 1, 1, "string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.").
+			syntax("key:key{OW,update} milliseconds:integer value:string"),
+		spec("setnx", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Set the string value of a key only when the key doesn't exist.").
+			syntax("key:key{OW,insert} value:string"),
+		spec("getdel", 2, Write|fast, 1, 1, 1, "string", "6.2.0", "Returns the string value of a key after deleting the key.").
+			syntax("key:key{RW,access,delete}"),
+		spec("getex", -2, Write|fast, 1, 1, 1, "string", "6.2.0", "Returns the string value of a key after setting its expiration time.").
+			syntax("key:key{RW,access,update} [expiration: EX seconds:integer | PX milliseconds:integer | " +
+				"EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | PERSIST]"),
+		spec("mget", -2, ro|fast, 1, -1, 1, "string", "1.0.0", "Atomically returns the string values of one or more keys.").
+			syntax("key:key{RO,access}..."),
+		spec("mset", -3, rw, 1, -1, 2, "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys.").
+			syntax("(key_value: key:key{OW,update} value:string)..."),
+		spec("incr", 2, rw|fast, 1, 1, 1, "string", "1.0.0", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.").
+			syntax("key:key{RW,access,update}"),
+		spec("incrby", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.").
+			syntax("key:key{RW,access,update} increment:integer"),
+		spec("decr", 2, rw|fast, 1, 1, 1, "string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.").
+			syntax("key:key{RW,access,update}"),
+		spec("decrby", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.").
+			syntax("key:key{RW,access,update} decrement:integer"),
 		// Transactions.
 		spec("multi", 1, Conn|fast|NoMulti, 0, 0, 0, "transactions", "1.2.0", "Starts a transaction."),
 		spec("exec", 1, Conn|NoMulti, 0, 0, 0, "transactions", "1.2.0", "Executes all commands in a transaction."),
 		spec("discard", 1, Conn|fast|NoMulti, 0, 0, 0, "transactions", "2.0.0", "Discards a transaction."),
-		spec("watch", -2, Conn|fast|NoMulti, 1, -1, 1, "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction."),
+		spec("watch", -2, Conn|fast|NoMulti, 1, -1, 1, "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction.").
+			syntax("key:key{RO}..."),
 		spec("unwatch", 1, Conn|fast|NoMulti, 0, 0, 0, "transactions", "2.2.0", "Forgets about watched keys of a transaction."),
 		// Connection.
-		spec("ping", -1, Conn|fast, 0, 0, 0, "connection", "1.0.0", "Returns the server's liveliness response."),
-		spec("echo", 2, Conn|fast, 0, 0, 0, "connection", "1.0.0", "Returns the given string."),
+		spec("ping", -1, Conn|fast, 0, 0, 0, "connection", "1.0.0", "Returns the server's liveliness response.").
+			syntax("[message:string]"),
+		spec("echo", 2, Conn|fast, 0, 0, 0, "connection", "1.0.0", "Returns the given string.").
+			syntax("message:string"),
 		spec("quit", -1, Conn|fast|NoAuth, 0, 0, 0, "connection", "1.0.0", "Closes the connection."),
-		spec("select", 2, Conn|fast, 0, 0, 0, "connection", "1.0.0", "Changes the selected database."),
-		spec("hello", -1, Conn|fast|NoAuth|NoMulti, 0, 0, 0, "connection", "6.0.0", "Handshakes with the Redis server."),
-		spec("auth", -2, Conn|fast|NoAuth|NoMulti, 0, 0, 0, "connection", "1.0.0", "Authenticates the connection."),
+		spec("select", 2, Conn|fast, 0, 0, 0, "connection", "1.0.0", "Changes the selected database.").
+			syntax("index:integer"),
+		spec("hello", -1, Conn|fast|NoAuth|NoMulti, 0, 0, 0, "connection", "6.0.0", "Handshakes with the Redis server.").
+			syntax("[arguments: protover:integer [AUTH username_password: username:string password:string] [SETNAME clientname:string]]"),
+		spec("auth", -2, Conn|fast|NoAuth|NoMulti, 0, 0, 0, "connection", "1.0.0", "Authenticates the connection.").
+			syntax("[username:string]@6.0.0 password:string"),
 		spec("readonly", 1, Conn|fast, 0, 0, 0, "cluster", "3.0.0", "Enables stale reads on this connection."),
 		spec("readwrite", 1, Conn|fast, 0, 0, 0, "cluster", "3.0.0", "Restores linearizable reads on this connection."),
 		spec("client", -2, Conn, 0, 0, 0, "connection", "2.4.0", "A container for client connection commands.",
-			spec("client|setname", 3, Conn|fast, 0, 0, 0, "connection", "2.6.9", "Sets the connection name."),
+			spec("client|setname", 3, Conn|fast, 0, 0, 0, "connection", "2.6.9", "Sets the connection name.").
+				syntax("connection-name:string"),
 			spec("client|getname", 2, Conn|fast, 0, 0, 0, "connection", "2.6.9", "Returns the name of the connection."),
 			spec("client|id", 2, Conn|fast, 0, 0, 0, "connection", "5.0.0", "Returns the unique client ID of the connection."),
 			spec("client|info", 2, Conn, 0, 0, 0, "connection", "6.2.0", "Returns information about the connection."),
-			spec("client|list", -2, Conn|Admin, 0, 0, 0, "connection", "2.4.0", "Lists open connections."),
-			spec("client|setinfo", 4, Conn|fast, 0, 0, 0, "connection", "7.2.0", "Sets information specific to the client or connection."),
+			spec("client|list", -2, Conn|Admin, 0, 0, 0, "connection", "2.4.0", "Lists open connections.").
+				syntax("[TYPE normal_master_replica_pubsub: NORMAL | MASTER | REPLICA | PUBSUB]@5.0.0 "+
+					"[ID id: client-id:integer...]@6.2.0"),
+			spec("client|setinfo", 4, Conn|fast, 0, 0, 0, "connection", "7.2.0", "Sets information specific to the client or connection.").
+				syntax("(attr: LIB-NAME libname:string | LIB-VER libver:string)"),
 			spec("client|help", 2, Conn, 0, 0, 0, "connection", "5.0.0", "Returns helpful text about the different subcommands.")),
 		// Pub/Sub (node-local).
-		spec("subscribe", -2, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Listens for messages published to channels."),
-		spec("unsubscribe", -1, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Stops listening to messages posted to channels."),
-		spec("psubscribe", -2, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns."),
-		spec("punsubscribe", -1, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns."),
-		spec("publish", 3, Conn|fast, 0, 0, 0, "pubsub", "2.0.0", "Posts a message to a channel."),
+		spec("subscribe", -2, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Listens for messages published to channels.").
+			syntax("channel:string..."),
+		spec("unsubscribe", -1, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Stops listening to messages posted to channels.").
+			syntax("[channel:string...]"),
+		spec("psubscribe", -2, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns.").
+			syntax("(pattern: pattern:pattern)..."),
+		spec("punsubscribe", -1, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns.").
+			syntax("[pattern:pattern...]"),
+		spec("publish", 3, Conn|fast, 0, 0, 0, "pubsub", "2.0.0", "Posts a message to a channel.").
+			syntax("channel:string message:string"),
 		// Server.
 		spec("time", 1, Conn|fast, 0, 0, 0, "server", "2.6.0", "Returns the server time."),
-		spec("info", -1, Admin, 0, 0, 0, "server", "1.0.0", "Returns information and statistics about the server."),
+		spec("info", -1, Admin, 0, 0, 0, "server", "1.0.0", "Returns information and statistics about the server.").
+			syntax("[section:string...]"),
 		spec("config", -2, Admin, 0, 0, 0, "server", "2.0.0", "A container for server configuration commands.",
-			spec("config|get", -3, Admin, 0, 0, 0, "server", "2.0.0", "Returns the effective values of configuration parameters."),
-			spec("config|set", -4, Admin, 0, 0, 0, "server", "2.0.0", "Sets configuration parameters in-flight."),
+			spec("config|get", -3, Admin, 0, 0, 0, "server", "2.0.0", "Returns the effective values of configuration parameters.").
+				syntax("(parameter: parameter:string)..."),
+			spec("config|set", -4, Admin, 0, 0, 0, "server", "2.0.0", "Sets configuration parameters in-flight.").
+				syntax("(parameter_value: parameter:string value:string)..."),
 			spec("config|resetstat", 2, Admin, 0, 0, 0, "server", "2.0.0", "Resets the server's statistics."),
 			spec("config|help", 2, Admin, 0, 0, 0, "server", "5.0.0", "Returns helpful text about the different subcommands.")),
 		spec("command", -1, Conn, 0, 0, 0, "server", "2.8.13", "Returns detailed information about all commands.",
 			spec("command|count", 2, Conn, 0, 0, 0, "server", "2.8.13", "Returns a count of commands."),
-			spec("command|info", -2, Conn, 0, 0, 0, "server", "2.8.13", "Returns information about one, multiple or all commands."),
-			spec("command|docs", -2, Conn, 0, 0, 0, "server", "7.0.0", "Returns documentary information about one, multiple or all commands."),
-			spec("command|list", -2, Conn, 0, 0, 0, "server", "7.0.0", "Returns a list of command names."),
+			spec("command|info", -2, Conn, 0, 0, 0, "server", "2.8.13", "Returns information about one, multiple or all commands.").
+				syntax("[command-name:string...]"),
+			spec("command|docs", -2, Conn, 0, 0, 0, "server", "7.0.0", "Returns documentary information about one, multiple or all commands.").
+				syntax("[command-name:string...]"),
+			spec("command|list", -2, Conn, 0, 0, 0, "server", "7.0.0", "Returns a list of command names.").
+				syntax("[FILTERBY filterby: MODULE module-name:string | ACLCAT category:string | PATTERN pattern:pattern]"),
 			spec("command|getkeys", -4, Conn, 0, 0, 0, "server", "2.8.13", "Extracts the key names from an arbitrary command."),
 			spec("command|getkeysandflags", -4, Conn, 0, 0, 0, "server", "7.0.0", "Extracts the key names and access flags for an arbitrary command."),
 			spec("command|help", 2, Conn, 0, 0, 0, "server", "5.0.0", "Returns helpful text about the different subcommands.")),
 		spec("debug", -2, Admin, 0, 0, 0, "server", "1.0.0", "A container for debugging commands."),
 		spec("save", 1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Synchronously saves the database(s) to disk."),
-		spec("bgsave", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Asynchronously saves the database(s) to disk."),
-		spec("shutdown", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
+		spec("bgsave", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Asynchronously saves the database(s) to disk.").
+			syntax("[SCHEDULE]@3.2.2"),
+		spec("shutdown", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.").
+			syntax("[nosave_save: NOSAVE | SAVE] [NOW]@7.0.0 [FORCE]@7.0.0 [ABORT]@7.0.0"),
 		spec("lastsave", 1, Admin|fast, 0, 0, 0, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
 		spec("role", 1, Admin|fast, 0, 0, 0, "server", "2.8.12", "Returns the replication role."),
-		spec("wait", 3, Admin, 0, 0, 0, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
+		spec("wait", 3, Admin, 0, 0, 0, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.").
+			syntax("numreplicas:integer timeout:integer"),
 		// Cluster (raftset's own).
-		spec("raft.join", -3, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Adds a node (id, Raft address, client address) as a non-voter, promoted once caught up."),
-		spec("raft.remove", 2, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Removes a node from the cluster by id."),
-		spec("raft.transfer", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Transfers leadership to another voter (the given id, or any)."),
+		spec("raft.join", -3, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Adds a node (id, Raft address, client address) as a non-voter, promoted once caught up.").
+			syntax("node-id:string raft-address:string [client-address:string]"),
+		spec("raft.remove", 2, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Removes a node from the cluster by id.").
+			syntax("node-id:string"),
+		spec("raft.transfer", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Transfers leadership to another voter (the given id, or any).").
+			syntax("[node-id:string]"),
 		spec("raft.info", 1, Admin, 0, 0, 0, "server", "1.0.0", "Returns the node's Raft state and the cluster's members."),
 		spec("raft.snapshot", 1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Takes a Raft snapshot on this node."),
 		spec("sentinel", -2, Admin, 0, 0, 0, "sentinel", "2.8.4", "Answers Sentinel queries: the master is the Raft leader."),
@@ -265,6 +346,5 @@ func Commands() Table {
 	for _, s := range list {
 		t[s.Name] = s
 	}
-	attachArgs(t)
 	return t
 }
