@@ -67,7 +67,7 @@ type client struct {
 	ncmds    int64
 	nerrs    int64
 	// lastWrite is the store's log index covering this connection's
-	// writes (Waiter), for WAIT.
+	// writes (Store.WriteIndexed), for WAIT.
 	lastWrite uint64
 	// subs and psubs are the channels and patterns subscribed (pubsub.go).
 	subs, psubs map[string]struct{}
@@ -223,7 +223,7 @@ func (c *client) write(b []byte) {
 	c.rc.WriteRaw(b)
 }
 
-// pendWrite adds a write to the pending Store.Write call.
+// pendWrite adds a write to the pending Store.WriteIndexed call.
 func (c *client) pendWrite(op command.Op, args [][]byte) {
 	if c.run == runRead {
 		c.flush()
@@ -234,15 +234,9 @@ func (c *client) pendWrite(op command.Op, args [][]byte) {
 	c.addRunBytes(args)
 }
 
-// pendRead adds a read to the pending ReadBatch call, or runs it at once
-// when the store has no batch reads. Either way it runs after every write
-// before it was answered.
+// pendRead adds a read to the pending ReadBatch call. It runs after every
+// write before it was answered.
 func (c *client) pendRead(args [][]byte) {
-	if c.s.br == nil {
-		c.flush()
-		c.write(c.s.store.Read(c.s.ctx, args, c.stale))
-		return
-	}
 	if c.run == runWrite {
 		c.flush()
 	}
@@ -269,15 +263,11 @@ func (c *client) flush() {
 	case runNone:
 		return
 	case runWrite:
-		if c.s.wt != nil {
-			var index uint64
-			replies, index = c.s.wt.WriteIndexed(c.s.ctx, c.ops)
-			c.lastWrite = max(c.lastWrite, index)
-		} else {
-			replies = c.s.store.Write(c.s.ctx, c.ops)
-		}
+		var index uint64
+		replies, index = c.s.store.WriteIndexed(c.s.ctx, c.ops)
+		c.lastWrite = max(c.lastWrite, index)
 	case runRead:
-		replies = c.s.br.ReadBatch(c.s.ctx, c.reads, c.stale)
+		replies = c.s.store.ReadBatch(c.s.ctx, c.reads, c.stale)
 	}
 	for _, p := range c.pend {
 		switch {
