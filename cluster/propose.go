@@ -150,7 +150,7 @@ func (w *writer) init(n *Node) {
 
 // Write proposes ops through the Raft log and returns one RESP2 reply per op,
 // in order, once the entry carrying them is committed and applied on this
-// node. A follower forwards the ops to the leader (forward.go) and relays
+// node. A follower forwards the ops to the leader (rpcsend.go) and relays
 // its replies. Ops are OpCommand (a write command, name first), OpTx or OpError.
 // Replies: the state machine's; -TRYAGAIN when the write certainly was not
 // appended (not the leader, no leader, shutting down); -CLUSTERDOWN when its

@@ -240,8 +240,8 @@ type shapeError struct {
 func (e shapeError) Error() string { return e.call + ": unexpected reply " + strconv.Quote(e.reply) }
 
 func errShape(call string, reply []byte) error {
-	const max = 64
-	s := string(reply[:min(len(reply), max)])
+	const keep = 64 // enough to recognise the reply in a log line
+	s := string(reply[:min(len(reply), keep)])
 	return shapeError{call: call, reply: s}
 }
 

@@ -28,10 +28,10 @@
 //
 // # Transactions
 //
-// MULTI queues commands; EXEC sends one command.OpTx through Store.WriteIndexed with
-// the stamps that WATCH obtained from Store.Watch, so the state machine
-// applies the transaction atomically and aborts it (*-1) when a watched key
-// changed. Connection and node commands queued in a transaction are answered
+// MULTI queues commands; EXEC sends one command.OpTx through
+// Store.WriteIndexed with the stamps that WATCH obtained from Store.Watch, so
+// the state machine applies the transaction atomically and aborts it (*-1)
+// when a watched key changed. Connection and node commands queued in a transaction are answered
 // at EXEC time and travel in the transaction as pre-decided replies
 // (command.OpError), so their replies take their place in EXEC's array.
 package resp
