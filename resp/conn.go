@@ -27,9 +27,9 @@ const (
 )
 
 // pendItem is one reply waiting for the pending store call: either the
-// store's reply idx, or a reply decided here (fixed[off:end]).
+// store's reply idx, or a reply decided here (decided[off:end]).
 type pendItem struct {
-	idx      int // -1 for a fixed reply
+	idx      int // -1 for a reply decided here
 	off, end int
 }
 
@@ -62,7 +62,7 @@ type client struct {
 	reads    [][][]byte
 	runBytes int
 	pend     []pendItem
-	fixed    []byte
+	decided  []byte // replies decided here, waiting behind the pending store call
 	scratch  []byte
 	ncmds    int64
 	nerrs    int64
@@ -135,8 +135,8 @@ func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
 	if cap(c.scratch) > maxKeptBuffer {
 		c.scratch = nil
 	}
-	if cap(c.fixed) > maxKeptBuffer {
-		c.fixed = nil
+	if cap(c.decided) > maxKeptBuffer {
+		c.decided = nil
 	}
 }
 
@@ -211,9 +211,9 @@ func (c *client) reply(b []byte) {
 		c.write(b)
 		return
 	}
-	off := len(c.fixed)
-	c.fixed = append(c.fixed, b...)
-	c.pend = append(c.pend, pendItem{idx: -1, off: off, end: len(c.fixed)})
+	off := len(c.decided)
+	c.decided = append(c.decided, b...)
+	c.pend = append(c.pend, pendItem{idx: -1, off: off, end: len(c.decided)})
 }
 
 func (c *client) write(b []byte) {
@@ -272,7 +272,7 @@ func (c *client) flush() {
 	for _, p := range c.pend {
 		switch {
 		case p.idx < 0:
-			c.write(c.fixed[p.off:p.end])
+			c.write(c.decided[p.off:p.end])
 		case p.idx < len(replies) && len(replies[p.idx]) > 0:
 			c.write(replies[p.idx])
 		default:
@@ -282,7 +282,7 @@ func (c *client) flush() {
 	}
 	clear(c.ops)
 	clear(c.reads)
-	c.ops, c.reads, c.pend, c.fixed = c.ops[:0], c.reads[:0], c.pend[:0], c.fixed[:0]
+	c.ops, c.reads, c.pend, c.decided = c.ops[:0], c.reads[:0], c.pend[:0], c.decided[:0]
 	c.run, c.runBytes = runNone, 0
 }
 
