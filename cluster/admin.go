@@ -17,8 +17,10 @@ import (
 	"raftset/internal/command"
 )
 
-// Admin runs a node command: SAVE, BGSAVE, LASTSAVE, DEBUG, ROLE, WAIT and
-// CONFIG. args[0] is the name; arity is already checked by the front end.
+// Admin runs a node command: SAVE, BGSAVE, LASTSAVE, DEBUG, ROLE, WAIT,
+// CONFIG, RAFT.* and SENTINEL. args[0] is the name; arity is already
+// checked by the front end. The internal raftset.* commands arrive through
+// Internal (rpcserve.go), not here.
 func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
 	if len(args) == 0 {
 		return replyNoAdminCommand
@@ -43,16 +45,8 @@ func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
 		return n.Wait(ctx, args, n.fsm.AppliedIndex())
 	case "config":
 		return n.config(ctx, args)
-	case cmdForward:
-		return n.serveForward(ctx, args)
-	case cmdReadIndex:
-		return n.serveReadIndex(ctx)
-	case cmdApplied:
-		return n.serveApplied()
-	case CmdNode, cmdPromote, "raft.join", "raft.remove", "raft.transfer":
+	case "raft.join", "raft.remove", "raft.transfer":
 		return n.onLeader(ctx, args)
-	case cmdOnLeader:
-		return n.serveOnLeader(ctx, args)
 	case "raft.info":
 		return n.raftInfo()
 	case "raft.snapshot":

@@ -147,7 +147,7 @@ func TestThreeNodeReplication(t *testing.T) {
 }
 
 // A leader cut off from the others must not serve a linearizable read from
-// its possibly stale state, nor acknowledge a write (design brief §8).
+// its possibly stale state, nor acknowledge a write (DESIGN.md, "Reply families").
 func TestIsolatedLeaderRefusesReadsAndWrites(t *testing.T) {
 	c := newTestCluster(t, 3)
 	ctx := context.Background()

@@ -2,7 +2,9 @@
 // as log and stable store (DataDir/raft.db, behind a LogCache) and a
 // raft.FileSnapshotStore (DataDir/snapshots, two kept) whose snapshots are the
 // state machine's RDB files. *Node implements the front end's Store
-// interface (Write, Read, ReadBatch, Watch, Admin, Info) without importing it.
+// interface (WriteIndexed, ReadBatch, Wait, Watch, Admin, Internal, Info)
+// without importing it. DESIGN.md explains the internal protocol, the reply
+// families and the pacing of the write path.
 //
 // # Writes (propose.go)
 //
@@ -16,7 +18,7 @@
 // everything that arrived meanwhile. A completer goroutine gives
 // every op its reply from the entry's fsm.ApplyResult. Errors say whether
 // the write may have happened: -TRYAGAIN only when it certainly was not
-// appended, -CLUSTERDOWN when its outcome is unknown (design brief §2, §8).
+// appended, -CLUSTERDOWN when its outcome is unknown.
 //
 // # Reads (read.go)
 //
@@ -26,7 +28,7 @@
 // reader then waits until the state machine applied the read index and
 // reads. Stale reads skip all of it.
 //
-// # Followers (forward.go, meta.go, membership.go)
+// # Followers (rpc*.go, meta.go, membership.go)
 //
 // Any node serves any command. A follower forwards a Write (the whole op
 // batch, MULTI/EXEC ops intact, encoded as a command.Entry) to the leader's
@@ -44,13 +46,17 @@
 // (relayed by followers); RAFT.INFO, RAFT.SNAPSHOT are local; ROLE, INFO
 // replication and SENTINEL name the leader's client address.
 //
-// # Internal commands (auth.go)
+// # Internal commands (rpc*.go, auth.go)
 //
-// The raftset.* commands are hidden from COMMAND, and the front end answers
-// them as unknown commands unless the connection sent RAFTSET.AUTH with the
-// node secret: Config.ClusterSecret, else derived from the password, else
-// empty (any secret accepted: hidden, not protected). Every pooled
-// connection a node opens sends AUTH (with a password) and RAFTSET.AUTH.
+// The raftset.* commands are one protocol (rpc.go): each call has a typed
+// request and ends in a typed outcome its sender switches on; only the edge
+// facing a client turns an outcome into -TRYAGAIN or -CLUSTERDOWN. They
+// arrive through Node.Internal, not Admin. They are hidden from COMMAND,
+// and the front end answers them as unknown commands unless the connection
+// sent RAFTSET.AUTH with the node secret: Config.ClusterSecret, else
+// derived from the password, else empty (any secret accepted: hidden, not
+// protected). Every pooled connection a node opens sends AUTH (with a
+// password) and RAFTSET.AUTH.
 //
 // # WAIT (wait.go)
 //

@@ -14,42 +14,44 @@ import (
 var ErrCorruptSnapshot = errors.New("cluster: latest snapshot is unusable")
 
 // The replies of the node itself, RESP2 wire bytes. Two families, never
-// mixed (design brief §2, §8):
+// mixed (DESIGN.md, "Reply families"):
 //   - TRYAGAIN: the write certainly was not appended to the log (no leader,
 //     not the leader, refused before proposing). Retrying is safe.
 //   - CLUSTERDOWN: the write was handed to Raft and its outcome is unknown
 //     (leadership lost before commit, shutdown, storage failure): it may or
 //     may not be applied.
 var (
-	replyTryAgainNoLeader = fixed(command.ErrTryAgain)
-	replyTryAgainClosing  = fixed("TRYAGAIN the write was not proposed: the node is shutting down, retry")
-	replyTryAgainQueue    = fixed("TRYAGAIN the write was not proposed: Raft's queue stayed full (or a leadership transfer is in progress), retry")
-	replyUnknownLost      = fixed("CLUSTERDOWN the write's outcome is unknown: leadership was lost before it committed; it may or may not be applied")
-	replyUnknownShutdown  = fixed("CLUSTERDOWN the write's outcome is unknown: the node shut down before it was applied; it may or may not be applied")
-	replyUnknownCanceled  = fixed("CLUSTERDOWN the write's outcome is unknown: the request was canceled after it was proposed; it may or may not be applied")
-	replyUnknownInternal  = fixed("CLUSTERDOWN the write's outcome is unknown: the state machine returned no reply for it")
-	replyReadNoLeader     = fixed("TRYAGAIN the read was not served: no leader is known, retry")
-	replyReadClosing      = fixed("TRYAGAIN the read was not served: the node is shutting down")
-	replyReadNotReady     = fixed("TRYAGAIN the read was not served: the new leader has not committed an entry of its term yet, retry")
-	replyReadLostLeader   = fixed("TRYAGAIN the read was not served: leadership could not be confirmed, retry")
-	replyReadCanceled     = fixed("TRYAGAIN the read was not served: the request was canceled")
-	replyNoAdminCommand   = fixed("ERR unknown admin command")
+	replyTryAgainNoLeader = constReply(command.ErrTryAgain)
+	replyTryAgainClosing  = constReply("TRYAGAIN the write was not proposed: the node is shutting down, retry")
+	replyTryAgainCanceled = constReply("TRYAGAIN the write was not proposed: the request was canceled")
+	replyTryAgainQueue    = constReply("TRYAGAIN the write was not proposed: Raft's queue stayed full (or a leadership transfer is in progress), retry")
+	replyUnknownLost      = constReply("CLUSTERDOWN the write's outcome is unknown: leadership was lost before it committed; it may or may not be applied")
+	replyUnknownShutdown  = constReply("CLUSTERDOWN the write's outcome is unknown: the node shut down before it was applied; it may or may not be applied")
+	replyUnknownCanceled  = constReply("CLUSTERDOWN the write's outcome is unknown: the request was canceled after it was proposed; it may or may not be applied")
+	replyUnknownInternal  = constReply("CLUSTERDOWN the write's outcome is unknown: the state machine returned no reply for it")
+	replyReadNoLeader     = constReply("TRYAGAIN the read was not served: no leader is known, retry")
+	replyReadClosing      = constReply("TRYAGAIN the read was not served: the node is shutting down")
+	replyReadNotReady     = constReply("TRYAGAIN the read was not served: the new leader has not committed an entry of its term yet, retry")
+	replyReadLostLeader   = constReply("TRYAGAIN the read was not served: leadership could not be confirmed, retry")
+	replyReadCanceled     = constReply("TRYAGAIN the read was not served: the request was canceled")
+	replyNoAdminCommand   = constReply("ERR unknown admin command")
 )
 
-// fixed returns the error reply for msg with no spare capacity, so that a
-// caller appending to a shared reply copies it instead of writing into it.
-func fixed(msg string) []byte {
+// constReply builds the error reply for msg with no spare capacity, so that
+// a caller appending to a shared reply copies it instead of writing into it.
+func constReply(msg string) []byte {
 	b := command.Error(msg)
 	return b[:len(b):len(b)]
 }
 
-// notLeaderWrite is the reply to a write refused by a follower before
-// proposing. Forwarding (a later issue) will make it rare.
+// notLeaderWrite is the reply to a write refused before proposing because
+// this node does not lead (a follower that knows the leader's client
+// address forwards instead).
 func notLeaderWrite(leaderAddr, leaderID string) []byte {
 	if leaderAddr == "" {
 		return replyTryAgainNoLeader
 	}
-	return fixed("TRYAGAIN the write was not proposed: this node is not the leader (the leader is " +
+	return constReply("TRYAGAIN the write was not proposed: this node is not the leader (the leader is " +
 		leaderID + " at " + leaderAddr + "), retry")
 }
 
@@ -58,7 +60,7 @@ func notLeaderRead(leaderAddr, leaderID string) []byte {
 	if leaderAddr == "" {
 		return replyReadNoLeader
 	}
-	return fixed("TRYAGAIN the read was not served: this node is not the leader (the leader is " +
+	return constReply("TRYAGAIN the read was not served: this node is not the leader (the leader is " +
 		leaderID + " at " + leaderAddr + "), retry")
 }
 
@@ -85,6 +87,16 @@ func applyErrorReply(err error) []byte {
 		return replyUnknownShutdown
 	default:
 		// ErrAbortedByRestore, a log store failure: unknown.
-		return fixed("CLUSTERDOWN the write's outcome is unknown: " + err.Error())
+		return constReply("CLUSTERDOWN the write's outcome is unknown: " + err.Error())
 	}
+}
+
+// applyErrorOutcome is applyErrorReply's verdict as an outcome: notApplied
+// for the errors that prove the entry was never appended, else unknown.
+func applyErrorOutcome(err error) outcomeKind {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return notApplied
+	}
+	return outcomeUnknown
 }

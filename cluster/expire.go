@@ -8,7 +8,7 @@ import (
 	"raftset/internal/command"
 )
 
-// Active expiry (design brief §4; redis-spec.md §8.3). Only the leader
+// Active expiry (as Redis's active expire cycle). Only the leader
 // deletes expired keys, and only through the log: ten times a second it asks
 // the state machine for a sample of expired keys and proposes
 // "raftset.expire key..." through the proposer; every replica removes a

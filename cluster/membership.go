@@ -1,11 +1,9 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +13,7 @@ import (
 	"raftset/internal/command"
 )
 
-// Membership (design brief §1, §8; peers.md §0 item 7): RAFT.JOIN adds a
+// Membership (DESIGN.md, "Membership and promotion"): RAFT.JOIN adds a
 // node as a non-voter (or updates the address of a known id: identity is
 // the id, not the address); the non-voter asks for promotion every
 // membershipTick (raftset.promote id applied-index), and the leader makes it
@@ -63,16 +61,15 @@ func (n *Node) membershipStep(ctx context.Context) error {
 		return nil
 	}
 	if n.cfg.ClientAddr != "" && n.meta.clientAddr(n.cfg.NodeID) != n.cfg.ClientAddr {
-		reply := n.onLeader(ctx, [][]byte{[]byte(CmdNode), []byte(n.cfg.NodeID), []byte(n.cfg.ClientAddr)})
-		if command.IsError(reply) {
-			return fmt.Errorf("publish client address: %s", strings.TrimSpace(string(reply)))
+		req := nodeAddrReq{id: []byte(n.cfg.NodeID), addr: []byte(n.cfg.ClientAddr)}
+		if o := n.askLeader(ctx, req.args()); o.kind != applied {
+			return fmt.Errorf("publish client address: %w", o)
 		}
 	}
 	if self.Suffrage == raft.Nonvoter {
-		applied := strconv.FormatUint(n.fsm.AppliedIndex(), 10)
-		reply := n.onLeader(ctx, [][]byte{[]byte(cmdPromote), []byte(n.cfg.NodeID), []byte(applied)})
-		if command.IsError(reply) {
-			return fmt.Errorf("promotion: %s", strings.TrimSpace(string(reply)))
+		req := promoteReq{id: []byte(n.cfg.NodeID), applied: n.fsm.AppliedIndex()}
+		if o := n.askLeader(ctx, req.args()); o.kind != applied {
+			return fmt.Errorf("promotion: %w", o)
 		}
 		n.log.Info("promoted to voter")
 	}
@@ -107,23 +104,16 @@ func (n *Node) selfServer() (raft.Server, bool) {
 
 // join asks the member at Config.Join to add this node.
 func (n *Node) join(ctx context.Context) error {
-	d := net.Dialer{Timeout: dialTimeout}
-	c, err := d.DialContext(ctx, "tcp", n.cfg.Join)
+	pc, err := dialPeer(ctx, n.cfg.Join, n.cfg.ApplyTimeout, n.peerAuth())
 	if err != nil {
 		return fmt.Errorf("join via %s: %w", n.cfg.Join, err)
 	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
-	defer stop()
-	pc := &peerConn{addr: n.cfg.Join, c: c, br: bufio.NewReader(c), bw: bufio.NewWriter(c)}
-	if err := pc.handshake(ctx, n.peerAuth()); err != nil {
-		return fmt.Errorf("join via %s: authenticate: %w", n.cfg.Join, err)
-	}
+	defer pc.Close()
 	args := [][]byte{[]byte("raft.join"), []byte(n.cfg.NodeID), []byte(n.raftAddr())}
 	if n.cfg.ClientAddr != "" {
 		args = append(args, []byte(n.cfg.ClientAddr))
 	}
-	reply, err := pc.roundTrip(args)
+	reply, err := pc.Call(ctx, args)
 	if err != nil {
 		return fmt.Errorf("join via %s: %w", n.cfg.Join, err)
 	}
@@ -142,50 +132,17 @@ func (n *Node) raftAddr() string {
 	return string(n.trans.LocalAddr())
 }
 
-// onLeader runs a leader-only command here when this node leads, or relays
-// it to the leader.
-func (n *Node) onLeader(ctx context.Context, args [][]byte) []byte {
-	if n.raft.State() == raft.Leader {
-		return n.leaderCommand(ctx, args)
-	}
-	// Wrapped so that the receiver never relays it again (no loops between
-	// nodes with stale views of the leader).
-	reply, err := n.relay(ctx, append([][]byte{[]byte(cmdOnLeader)}, args...))
-	if err != nil {
-		if errors.Is(err, errNotSent) {
-			return fixed("TRYAGAIN " + strings.ToUpper(string(args[0])) + " was not run: no reachable leader, retry")
-		}
-		return fixed("CLUSTERDOWN " + strings.ToUpper(string(args[0])) + ": the connection to the leader failed; it may or may not have been done")
-	}
-	return reply
-}
-
-// serveOnLeader is raftset.onleader: a leader-only command relayed by a
-// follower, run here only if this node leads.
-func (n *Node) serveOnLeader(ctx context.Context, args [][]byte) []byte {
-	if len(args) < 2 {
-		return command.Error(command.ErrArity(cmdOnLeader))
-	}
-	if n.raft.State() != raft.Leader {
-		return fixed("TRYAGAIN " + strings.ToUpper(string(args[1])) + " was not run: this node is no longer the leader, retry")
-	}
-	return n.leaderCommand(ctx, args[1:])
-}
-
 // leaderCommand runs a leader-only command on the leader.
 func (n *Node) leaderCommand(ctx context.Context, args [][]byte) []byte {
 	name := strings.ToLower(string(args[0]))
 	timeout := n.cfg.ApplyTimeout
 	switch name {
 	case CmdNode:
-		if len(args) != 3 {
-			return command.Error(command.ErrArity(name))
+		req, bad := parseNodeAddr(args)
+		if bad != nil {
+			return bad
 		}
-		r := n.w.submit(ctx, []command.Op{command.Cmd([]byte(CmdNode), args[1], args[2])}, true)
-		if len(r) == 1 && command.IsError(r[0]) && !strings.HasPrefix(string(r[0]), "-ERR unknown command") {
-			return r[0]
-		}
-		return command.OK
+		return n.serveNodeAddr(ctx, req)
 	case "raft.join":
 		if len(args) < 3 || len(args) > 4 {
 			return command.Error(command.ErrArity(name))
@@ -200,39 +157,15 @@ func (n *Node) leaderCommand(ctx context.Context, args [][]byte) []byte {
 			n.log.Info("added member", "id", id, "raft-addr", addr, "known", ok)
 		}
 		if len(args) == 4 {
-			n.w.submit(ctx, []command.Op{command.Cmd([]byte(CmdNode), args[1], args[3])}, true)
+			n.proposeNodeAddr(ctx, args[1], args[3])
 		}
 		return command.OK
 	case cmdPromote:
-		if len(args) != 3 {
-			return command.Error(command.ErrArity(name))
+		req, bad := parsePromote(args)
+		if bad != nil {
+			return bad
 		}
-		reported, err := strconv.ParseUint(string(args[2]), 10, 64)
-		if err != nil {
-			return command.Error(command.ErrNotInteger)
-		}
-		if lag := n.promoteLag(reported); lag > n.cfg.PromoteLag {
-			n.st.promotionsRefused.Add(1)
-			return fixed("TRYAGAIN not promoted: " + string(args[1]) + " is " + itoa(lag) +
-				" entries behind the leader (promote-lag " + itoa(n.cfg.PromoteLag) + ")")
-		}
-		f := n.raft.GetConfiguration()
-		if err := f.Error(); err != nil {
-			return raftError("promote", err)
-		}
-		for _, s := range f.Configuration().Servers {
-			if string(s.ID) == string(args[1]) {
-				if s.Suffrage == raft.Voter {
-					return command.OK
-				}
-				if err := n.raft.AddVoter(s.ID, s.Address, 0, timeout).Error(); err != nil {
-					return raftError("promote", err)
-				}
-				n.log.Info("promoted member to voter", "id", s.ID)
-				return command.OK
-			}
-		}
-		return command.Error("ERR no member with id " + string(args[1]))
+		return n.servePromote(req)
 	case "raft.remove":
 		if len(args) != 2 {
 			return command.Error(command.ErrArity(name))
@@ -269,13 +202,13 @@ func (n *Node) leaderCommand(ctx context.Context, args [][]byte) []byte {
 
 func raftError(what string, err error) []byte {
 	if errors.Is(err, raft.ErrNotLeader) {
-		return fixed("TRYAGAIN " + what + ": " + err.Error() + ", retry")
+		return constReply("TRYAGAIN " + what + ": " + err.Error() + ", retry")
 	}
 	if errors.Is(err, raft.ErrLeadershipLost) {
 		// The change was appended and may still commit under a new leader.
-		return fixed("CLUSTERDOWN " + what + ": " + err.Error() + "; its outcome is unknown, check RAFT.INFO")
+		return constReply("CLUSTERDOWN " + what + ": " + err.Error() + "; its outcome is unknown, check RAFT.INFO")
 	}
-	return fixed("ERR " + what + ": " + err.Error())
+	return constReply("ERR " + what + ": " + err.Error())
 }
 
 // server returns the member with id in the latest configuration.

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -538,20 +537,6 @@ func TestRestartEveryNode(t *testing.T) {
 		if got := string(f.node.Read(context.Background(), args("scard", "s"), false)); got != card {
 			t.Errorf("%s SCARD s after restart = %q, want %q", f.id, got, card)
 		}
-	}
-}
-
-// TestReadReply checks the raw RESP reply reader of forwarding.
-func TestReadReply(t *testing.T) {
-	in := "*3\r\n:1\r\n$3\r\nabc\r\n*2\r\n$-1\r\n-ERR x\r\n+OK\r\n"
-	br := bufio.NewReader(strings.NewReader(in))
-	r, err := readReply(br, nil)
-	if err != nil || string(r) != "*3\r\n:1\r\n$3\r\nabc\r\n*2\r\n$-1\r\n-ERR x\r\n" {
-		t.Fatalf("readReply = %q, %v", r, err)
-	}
-	parts, err := splitArray(r)
-	if err != nil || len(parts) != 3 || string(parts[2]) != "*2\r\n$-1\r\n-ERR x\r\n" {
-		t.Fatalf("splitArray = %q, %v", parts, err)
 	}
 }
 

@@ -45,7 +45,7 @@ type Node struct {
 	closing sync.Once
 
 	meta *metaFSM // the state machine as Raft sees it (meta.go)
-	pool pool     // connections to the leader (forward.go)
+	pool pool     // connections to the leader (rpcconn.go)
 	// queries holds connections to every member, for WAIT (wait.go).
 	queries pool
 	trans   raft.Transport
@@ -95,7 +95,9 @@ const (
 )
 
 // newNode builds and starts a node over any state machine; New is the public
-// constructor for *fsm.FSM.
+// constructor for *fsm.FSM. The steps: open the log, stable and snapshot
+// stores; make the transport; restore the latest snapshot; start Raft
+// (bootstrapping a new static cluster); start the node's goroutines.
 func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	if f == nil {
 		return nil, errors.New("cluster: nil state machine")
@@ -115,10 +117,11 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.meta = newMetaFSM(f)
 	n.pool.leaderOnly = true
+	n.pool.timeout = cfg.ApplyTimeout + cfg.BarrierTimeout
+	n.queries.timeout = appliedQueryTimeout
 	n.activeExpire.Store(true)
 	n.lastSave.Store(n.started.Unix())
 
-	var stable raft.StableStore
 	var trans raft.Transport
 	defer func() {
 		if err != nil {
@@ -131,6 +134,36 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 			}
 		}
 	}()
+	stable, err := n.openStores()
+	if err != nil {
+		return nil, err
+	}
+	if trans, err = n.openTransport(); err != nil {
+		return nil, err
+	}
+
+	// Restore the latest snapshot ourselves, so that a damaged one stops the
+	// node instead of Raft silently falling back to an older snapshot whose
+	// log suffix was already compacted away.
+	floor, err := n.restoreLatest(n.meta)
+	if err != nil {
+		return nil, err
+	}
+	n.rd.floor.Store(floor)
+
+	if err := n.startRaft(stable, trans); err != nil {
+		return nil, err
+	}
+	n.startLoops()
+	return n, nil
+}
+
+// openStores opens the log, stable and snapshot stores (in memory, or in
+// Config.DataDir) and wraps the log store and snapshot store with the
+// node's observers. It returns the stable store, which only Raft uses.
+func (n *Node) openStores() (raft.StableStore, error) {
+	cfg := &n.cfg
+	var stable raft.StableStore
 	if cfg.InMemory {
 		store := raft.NewInmemStore()
 		n.logs, stable = store, store
@@ -139,6 +172,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("cluster: create data dir: %w", err)
 		}
+		var err error
 		n.bolt, err = raftboltdb.New(raftboltdb.Options{
 			Path: filepath.Join(cfg.DataDir, raftDBFile),
 			BoltOptions: &bbolt.Options{
@@ -167,36 +201,40 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	n.meta.checkRestore = n.refuseStaleRestore
 	n.stores = &storeNotifier{LogStore: n.logs, signal: make(chan struct{}, 1)}
 	n.logs = n.stores
+	return stable, nil
+}
+
+// openTransport returns Config.Transport, an in-memory transport, or a TCP
+// transport listening on Config.RaftBind.
+func (n *Node) openTransport() (raft.Transport, error) {
+	cfg := &n.cfg
 	switch {
 	case cfg.Transport != nil:
-		trans = cfg.Transport
+		return cfg.Transport, nil
 	case cfg.InMemory:
-		_, trans = raft.NewInmemTransport(raft.ServerAddress(cfg.RaftAdvertise))
-	default:
-		var adv net.Addr // nil: the listener's address
-		if cfg.RaftAdvertise != "" {
-			if adv, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise); err != nil {
-				return nil, fmt.Errorf("cluster: resolve RaftAdvertise %q: %w", cfg.RaftAdvertise, err)
-			}
-		}
-		// A failed NewTCPTransport returns a nil *NetworkTransport; stored in
-		// trans, that would be a non-nil interface the cleanup would Close.
-		tcp, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, adv, tcpMaxPool, tcpTimeout, cfg.Logger.Named("raft-net"))
-		if err != nil {
-			return nil, fmt.Errorf("cluster: listen on %s: %w", cfg.RaftBind, err)
-		}
-		trans = tcp
+		_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.RaftAdvertise))
+		return trans, nil
 	}
-
-	// Restore the latest snapshot ourselves, so that a damaged one stops the
-	// node instead of Raft silently falling back to an older snapshot whose
-	// log suffix was already compacted away.
-	floor, err := n.restoreLatest(n.meta)
+	var adv net.Addr // nil: the listener's address
+	if cfg.RaftAdvertise != "" {
+		var err error
+		if adv, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise); err != nil {
+			return nil, fmt.Errorf("cluster: resolve RaftAdvertise %q: %w", cfg.RaftAdvertise, err)
+		}
+	}
+	// A failed NewTCPTransport returns a nil *NetworkTransport; returned as
+	// a raft.Transport, that would be a non-nil interface the cleanup would
+	// Close.
+	tcp, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, adv, tcpMaxPool, tcpTimeout, cfg.Logger.Named("raft-net"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cluster: listen on %s: %w", cfg.RaftBind, err)
 	}
-	n.rd.floor.Store(floor)
+	return tcp, nil
+}
 
+// raftConfig is Raft's configuration for this node.
+func (n *Node) raftConfig() (*raft.Config, error) {
+	cfg := &n.cfg
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
@@ -206,54 +244,72 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
-	rc.NoSnapshotRestoreOnStart = true // done above
+	rc.NoSnapshotRestoreOnStart = true // newNode restored it
 	rc.Logger = cfg.Logger.Named("raft")
 	if err := raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("cluster: raft config: %w", err)
 	}
+	return rc, nil
+}
 
+// startRaft starts Raft over the node's stores and, for a static cluster
+// (Config.Bootstrap) with no state yet, bootstraps its configuration.
+func (n *Node) startRaft(stable raft.StableStore, trans raft.Transport) error {
+	rc, err := n.raftConfig()
+	if err != nil {
+		return err
+	}
 	var bootstrap bool
-	if cfg.Bootstrap {
+	if n.cfg.Bootstrap {
 		has, err := raft.HasExistingState(n.logs, stable, n.snaps)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: inspect raft state: %w", err)
+			return fmt.Errorf("cluster: inspect raft state: %w", err)
 		}
 		bootstrap = !has
 	}
-
 	n.trans = trans
 	n.raft, err = raft.NewRaft(rc, n.meta, n.logs, stable, n.snaps, trans)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: start raft: %w", err)
+		return fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raftStarted.Store(true) // publishes n.raft to Raft's own goroutines
-	if bootstrap {
-		// Every node of a static cluster bootstraps the same configuration:
-		// this node's entry takes its address from Peers when listed there.
-		self := trans.LocalAddr()
-		for _, p := range cfg.Peers {
-			if p.ID == cfg.NodeID {
-				self = raft.ServerAddress(p.Addr)
-			}
-		}
-		conf := raft.Configuration{Servers: []raft.Server{{
-			Suffrage: raft.Voter, ID: rc.LocalID, Address: self,
-		}}}
-		for _, p := range cfg.Peers {
-			if p.ID == cfg.NodeID {
-				continue
-			}
-			conf.Servers = append(conf.Servers, raft.Server{
-				Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr),
-			})
-		}
-		if err := n.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			n.raft.Shutdown().Error()
-			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
-		}
-		n.log.Info("bootstrapped cluster", "servers", len(conf.Servers))
+	if !bootstrap {
+		return nil
 	}
+	conf := n.bootstrapConfiguration(trans.LocalAddr())
+	if err := n.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		n.raft.Shutdown().Error()
+		return fmt.Errorf("cluster: bootstrap: %w", err)
+	}
+	n.log.Info("bootstrapped cluster", "servers", len(conf.Servers))
+	return nil
+}
 
+// bootstrapConfiguration is the configuration every node of a static
+// cluster bootstraps: the same for all, so this node's entry takes its
+// address from Peers when listed there (else self).
+func (n *Node) bootstrapConfiguration(self raft.ServerAddress) raft.Configuration {
+	for _, p := range n.cfg.Peers {
+		if p.ID == n.cfg.NodeID {
+			self = raft.ServerAddress(p.Addr)
+		}
+	}
+	conf := raft.Configuration{Servers: []raft.Server{{
+		Suffrage: raft.Voter, ID: raft.ServerID(n.cfg.NodeID), Address: self,
+	}}}
+	for _, p := range n.cfg.Peers {
+		if p.ID == n.cfg.NodeID {
+			continue
+		}
+		conf.Servers = append(conf.Servers, raft.Server{
+			Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr),
+		})
+	}
+	return conf
+}
+
+// startLoops starts the write path and the node's background goroutines.
+func (n *Node) startLoops() {
 	n.w.init(n)
 	n.rd.init()
 	n.wg.Add(8)
@@ -265,7 +321,6 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	go n.runExpiry()
 	go n.runMembership()
 	go n.runSwitchNotices()
-	return n, nil
 }
 
 // restoreLatest restores the newest snapshot into f and returns its index (0

@@ -13,7 +13,7 @@ import (
 	"raftset/internal/command"
 )
 
-// The write path (design brief §1, §2; style.md item 14).
+// The write path (DESIGN.md, "Group commit and pacing").
 //
 // Every Write call becomes one writeReq on a queue. A single proposer
 // goroutine takes everything queued, prepares each command (syntax check and
@@ -53,6 +53,36 @@ type writeReq struct {
 	// for the proposer; whoever brings it to zero signals done.
 	remaining atomic.Int32
 	done      chan struct{} // capacity 1
+
+	// fate is the worst outcomeKind of the request's ops, for the node's
+	// own proposals (submitOutcome), which must not read reply text to know
+	// whether their entry was applied.
+	fate atomic.Uint32
+}
+
+// worsen records that some op of the request ended as k.
+func (r *writeReq) worsen(k outcomeKind) {
+	for {
+		old := r.fate.Load()
+		if outcomeRank(outcomeKind(old)) >= outcomeRank(k) || r.fate.CompareAndSwap(old, uint32(k)) {
+			return
+		}
+	}
+}
+
+// outcomeRank orders outcomes from applied to unknown, so that a request
+// spanning entries reports the worst.
+func outcomeRank(k outcomeKind) int {
+	switch k {
+	case applied:
+		return 0
+	case refused:
+		return 1
+	case notLeader, notApplied:
+		return 2
+	default:
+		return 3
+	}
 }
 
 // part maps ops [from, to) of a request to consecutive ops of an entry.
@@ -120,7 +150,7 @@ func (w *writer) init(n *Node) {
 
 // Write proposes ops through the Raft log and returns one RESP2 reply per op,
 // in order, once the entry carrying them is committed and applied on this
-// node. A follower forwards the ops to the leader (forward.go) and relays
+// node. A follower forwards the ops to the leader (rpcsend.go) and relays
 // its replies. Ops are OpCommand (a write command, name first), OpTx or OpReply.
 // Replies: the state machine's; -TRYAGAIN when the write certainly was not
 // appended (not the leader, no leader, shutting down); -CLUSTERDOWN when its
@@ -128,21 +158,52 @@ func (w *writer) init(n *Node) {
 // proposed, or ctx ended after it was proposed). The caller keeps ownership
 // of ops; they are not read after Write returns.
 func (n *Node) Write(ctx context.Context, ops []command.Op) [][]byte {
-	replies, _ := n.WriteIndexed(ctx, ops) // wait.go
+	replies, _ := n.WriteIndexed(ctx, ops)
 	return replies
 }
 
+// WriteIndexed is Write that also returns a log index such that a node that
+// has applied it has applied these writes (0 when nothing is known). The
+// front end keeps the largest per connection for WAIT.
+func (n *Node) WriteIndexed(ctx context.Context, ops []command.Op) ([][]byte, uint64) {
+	if len(ops) == 0 {
+		return nil, 0
+	}
+	if n.raft.State() != raft.Leader && !n.isClosing() {
+		if _, addr := n.leaderClient(); addr != "" {
+			return n.forwardWriteIndexed(ctx, ops)
+		}
+	}
+	replies := n.w.submit(ctx, ops, false)
+	// The replies come once the entry is applied here: the applied index is
+	// now at or past the write's entry.
+	return replies, n.fsm.AppliedIndex()
+}
+
+// submit queues ops for the proposer and returns one reply per op.
+// Internal ops (made by the node itself) are logged as they are, without
+// the state machine's preparation.
 func (w *writer) submit(ctx context.Context, ops []command.Op, internal bool) [][]byte {
+	out, _ := w.submitOutcome(ctx, ops, internal)
+	return out
+}
+
+// submitOutcome is submit that also says whether the ops' entries were
+// applied (applied: each reply is the state machine's), certainly not
+// proposed (notApplied), refused before proposing (refused), or have an
+// unknown fate (outcomeUnknown); the worst of them when they differ.
+func (w *writer) submitOutcome(ctx context.Context, ops []command.Op, internal bool) ([][]byte, outcomeKind) {
 	r := w.pool.Get().(*writeReq)
 	r.ops, r.internal, r.state = ops, internal, reqQueued
 	r.replies = make([][]byte, len(ops))
+	r.fate.Store(uint32(applied))
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		out := r.replies
 		fill(out, replyTryAgainClosing)
 		w.recycle(r)
-		return out
+		return out, notApplied
 	}
 	w.queue = append(w.queue, r)
 	w.mu.Unlock()
@@ -152,11 +213,11 @@ func (w *writer) submit(ctx context.Context, ops []command.Op, internal bool) []
 	}
 	select {
 	case <-r.done:
-		out := r.replies
+		out, fate := r.replies, outcomeKind(r.fate.Load())
 		w.recycle(r)
-		return out
+		return out, fate
 	case <-ctx.Done():
-		return w.abandon(r, replyUnknownCanceled, command.Error("TRYAGAIN the write was not proposed: the request was canceled"))
+		return w.abandon(r, replyUnknownCanceled, replyTryAgainCanceled)
 	case <-w.n.stopped:
 		return w.abandon(r, replyUnknownShutdown, replyTryAgainClosing)
 	}
@@ -164,12 +225,12 @@ func (w *writer) submit(ctx context.Context, ops []command.Op, internal bool) []
 
 // abandon answers a caller that stops waiting: "not proposed" if the
 // proposer never took the request, "unknown" otherwise.
-func (w *writer) abandon(r *writeReq, unknown, notProposed []byte) [][]byte {
+func (w *writer) abandon(r *writeReq, unknown, notProposed []byte) ([][]byte, outcomeKind) {
 	select {
 	case <-r.done:
-		out := r.replies
+		out, fate := r.replies, outcomeKind(r.fate.Load())
 		w.recycle(r)
-		return out
+		return out, fate
 	default:
 	}
 	r.mu.Lock() // waits while the proposer still reads r.ops
@@ -178,14 +239,14 @@ func (w *writer) abandon(r *writeReq, unknown, notProposed []byte) [][]byte {
 		r.state = reqAbandoned
 	}
 	r.mu.Unlock()
-	reply := unknown
+	reply, fate := unknown, outcomeUnknown
 	if st == reqQueued {
-		reply = notProposed
+		reply, fate = notProposed, notApplied
 	}
 	// r is not recycled: the completer may still write its replies.
 	out := make([][]byte, len(r.ops))
 	fill(out, reply)
-	return out
+	return out, fate
 }
 
 func (w *writer) recycle(r *writeReq) {
@@ -208,6 +269,7 @@ func (w *writer) refuse(r *writeReq, reply []byte) {
 	}
 	r.state = reqTaken
 	fill(r.replies, reply)
+	r.worsen(notApplied)
 	r.mu.Unlock()
 	r.done <- struct{}{}
 }
@@ -259,15 +321,14 @@ func (n *Node) runProposer() {
 //     entry is applied and nine in ten of its requests are queued again (on
 //     top of those queued meanwhile). Busy clients answer within
 //     microseconds, and waiting for them merges the two half-groups that
-//     would otherwise alternate between fsyncs into one: on one node with
-//     50 writers, entries grow from ~250 to ~450 ops and throughput by
-//     ~40-60% (BenchmarkWriteParallel). This wait is bounded by
-//     gatherFactor times the time the store took, so clients that do not
-//     come back cost a bounded delay, and an entry of a single request
-//     never waits. With three nodes the entry is applied only after a
-//     follower stored it too, so the bound, not the writers, usually ends
-//     the wait: 8 rather than 2 gave +10-25% SADD -P 10 on three nodes and
-//     +5-15% on one (2026-11-30, alternating runs), no change at -P 1.
+//     would otherwise alternate between fsyncs into one, so entries grow
+//     and fsyncs are fewer. This wait is bounded by gatherFactor times the
+//     time the store took, so clients that do not come back cost a bounded
+//     delay, and an entry of a single request never waits. With three
+//     nodes the entry is applied only after a follower stored it too, so
+//     the bound, not the writers, usually ends the wait, and a longer
+//     bound puts more writes in each entry; docs/benchmarks.md has the
+//     measurements that chose the factor.
 //
 // Both waits are event-driven and bounded by paceMax.
 const (
@@ -421,6 +482,7 @@ func (w *writer) propose(q []*writeReq) bool {
 			for i := range w.prep {
 				r.replies[i] = w.prep[i].Reply
 			}
+			r.worsen(refused)
 			w.release(r)
 			continue
 		}
@@ -429,6 +491,7 @@ func (w *writer) propose(q []*writeReq) bool {
 			size := opSize(p)
 			if size > maxSingle {
 				r.replies[i] = tooLarge(size, maxSingle)
+				r.worsen(refused)
 				continue
 			}
 			// An op over the group-commit target still goes, alone in its
@@ -534,8 +597,9 @@ func (n *Node) runCompleter() {
 	for fl := range n.w.flights {
 		var replies [][]byte
 		var errReply []byte
+		var errFate outcomeKind
 		if err := fl.fut.Error(); err != nil {
-			errReply = applyErrorReply(err)
+			errReply, errFate = applyErrorReply(err), applyErrorOutcome(err)
 			if errors.Is(err, raft.ErrNotLeader) {
 				errReply = notLeaderWrite(n.Leader())
 			}
@@ -547,12 +611,15 @@ func (n *Node) runCompleter() {
 			dropReplies(resp)
 			if !ok || len(replies) != fl.nops {
 				n.log.Error("state machine reply does not match the entry", "ops", fl.nops, "replies", len(replies))
-				errReply = replyUnknownInternal
+				errReply, errFate = replyUnknownInternal, outcomeUnknown
 			}
 		}
 		k := 0
 		for _, p := range fl.parts {
 			r := p.req
+			if errReply != nil {
+				r.worsen(errFate)
+			}
 			for i := p.from; i < p.to; i++ {
 				if errReply != nil {
 					r.replies[i] = errReply

@@ -12,7 +12,7 @@ import (
 	"raftset/internal/command"
 )
 
-// The read path (design brief §1, §8; peers.md §0, rqlite's recipe):
+// The read path (DESIGN.md, "Reads"; rqlite's recipe):
 //
 //  1. a leader serves linearizable reads only after it has committed an entry
 //     of its own term and applied everything before it (raft.Barrier, once

@@ -2,12 +2,8 @@ package cluster
 
 import (
 	"context"
-	"errors"
-	"strconv"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/raft"
 
 	"raftset/internal/command"
 	"raftset/internal/strictint"
@@ -29,7 +25,6 @@ import (
 // more than it must, never for less.
 
 const (
-	cmdApplied = "raftset.applied"
 	// firstRoundWait bounds how long WAIT waits for the first answer of each
 	// member before it may reply: a paused member must not hold up a WAIT
 	// that the others already satisfy.
@@ -43,28 +38,6 @@ const (
 	// poll yet (joined, or published their client address, meanwhile).
 	memberRescan = 100 * time.Millisecond
 )
-
-// forwardWithIndex asks the leader to append its applied index to the
-// replies of raftset.forward.
-var forwardWithIndex = []byte("withindex")
-
-// WriteIndexed is Write that also returns a log index such that a node that
-// has applied it has applied these writes (0 when nothing is known). The
-// front end keeps the largest per connection for WAIT.
-func (n *Node) WriteIndexed(ctx context.Context, ops []command.Op) ([][]byte, uint64) {
-	if len(ops) == 0 {
-		return nil, 0
-	}
-	if n.raft.State() != raft.Leader && !n.isClosing() {
-		if _, addr := n.leaderClient(); addr != "" {
-			return n.forwardWriteIndexed(ctx, ops)
-		}
-	}
-	replies := n.w.submit(ctx, ops, false)
-	// The replies come once the entry is applied here: the applied index is
-	// now at or past the write's entry.
-	return replies, n.fsm.AppliedIndex()
-}
 
 // Wait is WAIT numreplicas timeout for a connection whose last write is
 // covered by index. Like Redis it answers at once when enough members
@@ -194,21 +167,4 @@ func (n *Node) pollApplied(ctx context.Context, id, addr string, index uint64, a
 		}
 		pause = min(2*pause, maxAppliedPoll)
 	}
-}
-
-// askApplied asks one node for its applied index.
-func (n *Node) askApplied(ctx context.Context, addr string) (uint64, error) {
-	reply, err := n.ask(ctx, &n.queries, addr, [][]byte{[]byte(cmdApplied)}, appliedQueryTimeout)
-	if err != nil {
-		return 0, err
-	}
-	if len(reply) < 4 || reply[0] != ':' {
-		return 0, errors.New("raftset.applied: unexpected reply " + strconv.Quote(string(reply)))
-	}
-	return strconv.ParseUint(string(reply[1:len(reply)-2]), 10, 64)
-}
-
-// serveApplied is raftset.applied: this node's applied index.
-func (n *Node) serveApplied() []byte {
-	return command.AppendInt(nil, int64(n.fsm.AppliedIndex()))
 }

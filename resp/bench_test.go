@@ -18,14 +18,13 @@ import (
 // benchmarks measure the front end alone.
 type nullStore struct{}
 
-func (nullStore) Write(ctx context.Context, ops []command.Op) [][]byte {
+func (nullStore) WriteIndexed(ctx context.Context, ops []command.Op) ([][]byte, uint64) {
 	out := make([][]byte, len(ops))
 	for i := range out {
 		out[i] = command.One
 	}
-	return out
+	return out, 0
 }
-func (nullStore) Read(ctx context.Context, args [][]byte, stale bool) []byte { return command.One }
 func (nullStore) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]byte {
 	out := make([][]byte, len(cmds))
 	for i := range out {
@@ -36,8 +35,10 @@ func (nullStore) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][
 func (nullStore) Watch(ctx context.Context, keys [][]byte) ([]command.Watch, []byte) {
 	return nil, nil
 }
-func (nullStore) Admin(ctx context.Context, args [][]byte) []byte { return command.OK }
-func (nullStore) Info() []InfoSection                             { return nil }
+func (nullStore) Wait(ctx context.Context, args [][]byte, index uint64) []byte { return command.Zero }
+func (nullStore) Admin(ctx context.Context, args [][]byte) []byte              { return command.OK }
+func (nullStore) Internal(ctx context.Context, args [][]byte) []byte           { return command.OK }
+func (nullStore) Info() []InfoSection                                          { return nil }
 
 // benchPipeline runs clients connections that each send pipelines of 10
 // commands, like redis-benchmark -P 10, and reports requests per second.

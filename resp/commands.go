@@ -17,7 +17,7 @@ const nodeAuthCommand = "raftset.auth"
 
 // local runs a command that is not a data command: connection commands,
 // transactions, and node commands (resp answers INFO and CONFIG itself and
-// passes the others to Store.Admin).
+// passes the others to Store.Admin, and internal ones to Store.Internal).
 func (c *client) local(spec *command.Spec, args [][]byte) {
 	switch spec.Name {
 	case "ping", "echo", "multi", "unwatch":
@@ -39,12 +39,13 @@ func (c *client) local(spec *command.Spec, args [][]byte) {
 	default:
 		c.flush()
 	}
-	c.scratch = c.run1(c.scratch[:0], spec, args)
+	c.scratch = c.runLocal(c.scratch[:0], spec, args)
 	c.reply(c.scratch)
 }
 
-// run1 appends the reply of a local command to dst.
-func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
+// runLocal appends the reply of a local command (one that is neither a
+// write nor a read of the store's data) to dst.
+func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte {
 	s := c.s
 	switch spec.Name {
 	case "ping":
@@ -146,11 +147,9 @@ func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
 	case "publish":
 		return command.AppendInt(dst, int64(s.Publish(string(args[1]), args[2])))
 	case "wait":
-		if s.wt != nil {
-			ctx, stop := c.watchClose(s.ctx)
-			defer stop()
-			return append(dst, s.wt.Wait(ctx, args, c.lastWrite)...)
-		}
+		ctx, stop := c.watchClose(s.ctx)
+		defer stop()
+		return append(dst, s.store.Wait(ctx, args, c.lastWrite)...)
 	case nodeAuthCommand:
 		if !s.checkNodeSecret(args[1]) {
 			s.log.Warn("a connection presented a wrong node secret (RAFTSET.AUTH); check cluster-secret / requirepass on every node", "addr", c.addr)
@@ -158,6 +157,11 @@ func (c *client) run1(dst []byte, spec *command.Spec, args [][]byte) []byte {
 		}
 		c.node = true
 		return append(dst, command.OK...)
+	}
+	if spec.Has(command.Internal) {
+		// Node-to-node calls have their own entry point; handle lets them
+		// through only after RAFTSET.AUTH.
+		return append(dst, s.store.Internal(s.ctx, args)...)
 	}
 	if spec.Has(command.Admin) {
 		return append(dst, s.store.Admin(s.ctx, args)...)

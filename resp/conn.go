@@ -27,9 +27,9 @@ const (
 )
 
 // pendItem is one reply waiting for the pending store call: either the
-// store's reply idx, or a reply decided here (fixed[off:end]).
+// store's reply idx, or a reply decided here (decided[off:end]).
 type pendItem struct {
-	idx      int // -1 for a fixed reply
+	idx      int // -1 for a reply decided here
 	off, end int
 }
 
@@ -62,12 +62,12 @@ type client struct {
 	reads    [][][]byte
 	runBytes int
 	pend     []pendItem
-	fixed    []byte
+	decided  []byte // replies decided here, waiting behind the pending store call
 	scratch  []byte
 	ncmds    int64
 	nerrs    int64
 	// lastWrite is the store's log index covering this connection's
-	// writes (Waiter), for WAIT.
+	// writes (Store.WriteIndexed), for WAIT.
 	lastWrite uint64
 	// subs and psubs are the channels and patterns subscribed (pubsub.go).
 	subs, psubs map[string]struct{}
@@ -135,8 +135,8 @@ func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
 	if cap(c.scratch) > maxKeptBuffer {
 		c.scratch = nil
 	}
-	if cap(c.fixed) > maxKeptBuffer {
-		c.fixed = nil
+	if cap(c.decided) > maxKeptBuffer {
+		c.decided = nil
 	}
 }
 
@@ -211,9 +211,9 @@ func (c *client) reply(b []byte) {
 		c.write(b)
 		return
 	}
-	off := len(c.fixed)
-	c.fixed = append(c.fixed, b...)
-	c.pend = append(c.pend, pendItem{idx: -1, off: off, end: len(c.fixed)})
+	off := len(c.decided)
+	c.decided = append(c.decided, b...)
+	c.pend = append(c.pend, pendItem{idx: -1, off: off, end: len(c.decided)})
 }
 
 func (c *client) write(b []byte) {
@@ -223,7 +223,7 @@ func (c *client) write(b []byte) {
 	c.rc.WriteRaw(b)
 }
 
-// pendWrite adds a write to the pending Store.Write call.
+// pendWrite adds a write to the pending Store.WriteIndexed call.
 func (c *client) pendWrite(op command.Op, args [][]byte) {
 	if c.run == runRead {
 		c.flush()
@@ -234,15 +234,9 @@ func (c *client) pendWrite(op command.Op, args [][]byte) {
 	c.addRunBytes(args)
 }
 
-// pendRead adds a read to the pending ReadBatch call, or runs it at once
-// when the store has no batch reads. Either way it runs after every write
-// before it was answered.
+// pendRead adds a read to the pending ReadBatch call. It runs after every
+// write before it was answered.
 func (c *client) pendRead(args [][]byte) {
-	if c.s.br == nil {
-		c.flush()
-		c.write(c.s.store.Read(c.s.ctx, args, c.stale))
-		return
-	}
 	if c.run == runWrite {
 		c.flush()
 	}
@@ -269,20 +263,16 @@ func (c *client) flush() {
 	case runNone:
 		return
 	case runWrite:
-		if c.s.wt != nil {
-			var index uint64
-			replies, index = c.s.wt.WriteIndexed(c.s.ctx, c.ops)
-			c.lastWrite = max(c.lastWrite, index)
-		} else {
-			replies = c.s.store.Write(c.s.ctx, c.ops)
-		}
+		var index uint64
+		replies, index = c.s.store.WriteIndexed(c.s.ctx, c.ops)
+		c.lastWrite = max(c.lastWrite, index)
 	case runRead:
-		replies = c.s.br.ReadBatch(c.s.ctx, c.reads, c.stale)
+		replies = c.s.store.ReadBatch(c.s.ctx, c.reads, c.stale)
 	}
 	for _, p := range c.pend {
 		switch {
 		case p.idx < 0:
-			c.write(c.fixed[p.off:p.end])
+			c.write(c.decided[p.off:p.end])
 		case p.idx < len(replies) && len(replies[p.idx]) > 0:
 			c.write(replies[p.idx])
 		default:
@@ -292,7 +282,7 @@ func (c *client) flush() {
 	}
 	clear(c.ops)
 	clear(c.reads)
-	c.ops, c.reads, c.pend, c.fixed = c.ops[:0], c.reads[:0], c.pend[:0], c.fixed[:0]
+	c.ops, c.reads, c.pend, c.decided = c.ops[:0], c.reads[:0], c.pend[:0], c.decided[:0]
 	c.run, c.runBytes = runNone, 0
 }
 

@@ -7,10 +7,9 @@
 //
 // A connection's goroutine reads every command already buffered on the socket
 // (redcon's ReadPipeline) and walks them in order. Consecutive write commands
-// become one Store.Write call (group commit: the store merges the batches of
-// all connections into one log entry). Consecutive reads become one
-// ReadBatch call when the store offers it (one consistency barrier for the
-// run), else one Read each. A read never starts before the connection's
+// become one Store.WriteIndexed call (group commit: the store merges the
+// batches of all connections into one log entry). Consecutive reads become
+// one Store.ReadBatch call (one consistency barrier for the run). A read never starts before the connection's
 // earlier writes have been answered, and replies are written in the order the
 // commands arrived. Errors found without state (unknown command, arity,
 // NOAUTH, commands refused inside MULTI) never reach the store.
@@ -29,10 +28,10 @@
 //
 // # Transactions
 //
-// MULTI queues commands; EXEC sends one command.OpTx through Store.Write with
-// the stamps that WATCH obtained from Store.Watch, so the state machine
-// applies the transaction atomically and aborts it (*-1) when a watched key
-// changed. Connection and node commands queued in a transaction are answered
+// MULTI queues commands; EXEC sends one command.OpTx through
+// Store.WriteIndexed with the stamps that WATCH obtained from Store.Watch, so
+// the state machine applies the transaction atomically and aborts it (*-1)
+// when a watched key changed. Connection and node commands queued in a transaction are answered
 // at EXEC time and travel in the transaction as pre-decided replies
 // (command.OpReply), so their replies take their place in EXEC's array.
 package resp

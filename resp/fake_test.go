@@ -15,19 +15,20 @@ import (
 // SMEMBERS, SISMEMBER, SCARD, GET, SET, INCR, DEL, EXISTS), transactions with
 // watch stamps, and a little CONFIG. It records how calls were batched.
 type fakeStore struct {
-	mu      sync.Mutex
-	sets    map[string]map[string]bool
-	strs    map[string]string
-	stamps  map[string]uint64
-	clock   uint64
-	config  map[string]string
-	writes  []int // ops per Write call
-	kinds   [][]command.OpKind
-	reads   []int    // commands per Read/ReadBatch call
-	stale   []bool   // stale flag per read call
-	admin   []string // Admin calls, args joined by spaces
-	entered chan struct{}
-	gate    chan struct{} // when set, Write waits for it (or ctx)
+	mu       sync.Mutex
+	sets     map[string]map[string]bool
+	strs     map[string]string
+	stamps   map[string]uint64
+	clock    uint64
+	config   map[string]string
+	writes   []int // ops per Write call
+	kinds    [][]command.OpKind
+	reads    []int    // commands per Read/ReadBatch call
+	stale    []bool   // stale flag per read call
+	admin    []string // Admin calls, args joined by spaces
+	internal []string // Internal calls, args joined by spaces
+	entered  chan struct{}
+	gate     chan struct{} // when set, Write waits for it (or ctx)
 }
 
 func newFakeStore() *fakeStore {
@@ -39,19 +40,36 @@ func newFakeStore() *fakeStore {
 	}
 }
 
-// batchStore adds ReadBatch to fakeStore.
-type batchStore struct{ *fakeStore }
-
-func (b batchStore) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.reads = append(b.reads, len(cmds))
-	b.stale = append(b.stale, stale)
+func (f *fakeStore) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads = append(f.reads, len(cmds))
+	f.stale = append(f.stale, stale)
 	out := make([][]byte, len(cmds))
 	for i, args := range cmds {
-		out[i] = b.exec(args)
+		out[i] = f.exec(args)
 	}
 	return out
+}
+
+// WriteIndexed knows no log index: WAIT is waitStore's.
+func (f *fakeStore) WriteIndexed(ctx context.Context, ops []command.Op) ([][]byte, uint64) {
+	return f.Write(ctx, ops), 0
+}
+
+func (f *fakeStore) Wait(ctx context.Context, args [][]byte, index uint64) []byte {
+	return command.Error("ERR unsupported by the fake store")
+}
+
+func (f *fakeStore) Internal(ctx context.Context, args [][]byte) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var words []string
+	for _, a := range args {
+		words = append(words, string(a))
+	}
+	f.internal = append(f.internal, strings.Join(words, " "))
+	return command.Error("ERR unsupported by the fake store")
 }
 
 func (f *fakeStore) Write(ctx context.Context, ops []command.Op) [][]byte {
@@ -106,14 +124,6 @@ func (f *fakeStore) tx(tx *command.Tx) []byte {
 		}
 	}
 	return out
-}
-
-func (f *fakeStore) Read(ctx context.Context, args [][]byte, stale bool) []byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.reads = append(f.reads, 1)
-	f.stale = append(f.stale, stale)
-	return f.exec(args)
 }
 
 func (f *fakeStore) Watch(ctx context.Context, keys [][]byte) ([]command.Watch, []byte) {

@@ -90,7 +90,7 @@ func (c *client) exec() {
 		if q.spec.Name == "unwatch" {
 			reply = command.OK
 		} else {
-			reply = c.run1(nil, q.spec, q.args)
+			reply = c.runLocal(nil, q.spec, q.args)
 		}
 		tx.Ops[i] = command.Op{Kind: command.OpReply, Reply: reply}
 	}

@@ -32,39 +32,23 @@ func TestPipelinedWritesAreOneBatch(t *testing.T) {
 }
 
 func TestPipelineOrder(t *testing.T) {
-	for _, batched := range []bool{false, true} {
-		name := "read-each"
-		if batched {
-			name = "read-batch"
-		}
-		t.Run(name, func(t *testing.T) {
-			fake := newFakeStore()
-			var store Store = fake
-			if batched {
-				store = batchStore{fake}
-			}
-			_, addr := startServer(t, Config{}, store)
-			tc := dial(t, addr)
-			tc.send(enc("SADD", "k", "a") + enc("SADD", "k", "b") + enc("SMEMBERS", "k") +
-				enc("NOSUCH") + enc("SADD", "k", "c") + enc("PING") + enc("SCARD", "k") +
-				enc("SISMEMBER", "k", "c") + enc("GET") + enc("SADD", "k", "d") + enc("ECHO", "e"))
-			want := ":1\r\n:1\r\n" + bulks("a", "b") +
-				errr("ERR unknown command 'NOSUCH', with args beginning with: ") + ":1\r\n+PONG\r\n:3\r\n:1\r\n" +
-				errr("ERR wrong number of arguments for 'get' command") + ":1\r\n" + bulk("e")
-			if got := tc.replies(11); got != want {
-				t.Fatalf("replies = %q, want %q", got, want)
-			}
-			if got := fake.writeBatches(); !slices.Equal(got, []int{2, 1, 1}) {
-				t.Errorf("Write batches = %v, want [2 1 1]", got)
-			}
-			wantReads := []int{1, 1, 1}
-			if batched {
-				wantReads = []int{1, 2}
-			}
-			if got := fake.readBatches(); !slices.Equal(got, wantReads) {
-				t.Errorf("read batches = %v, want %v", got, wantReads)
-			}
-		})
+	fake := newFakeStore()
+	_, addr := startServer(t, Config{}, fake)
+	tc := dial(t, addr)
+	tc.send(enc("SADD", "k", "a") + enc("SADD", "k", "b") + enc("SMEMBERS", "k") +
+		enc("NOSUCH") + enc("SADD", "k", "c") + enc("PING") + enc("SCARD", "k") +
+		enc("SISMEMBER", "k", "c") + enc("GET") + enc("SADD", "k", "d") + enc("ECHO", "e"))
+	want := ":1\r\n:1\r\n" + bulks("a", "b") +
+		errr("ERR unknown command 'NOSUCH', with args beginning with: ") + ":1\r\n+PONG\r\n:3\r\n:1\r\n" +
+		errr("ERR wrong number of arguments for 'get' command") + ":1\r\n" + bulk("e")
+	if got := tc.replies(11); got != want {
+		t.Fatalf("replies = %q, want %q", got, want)
+	}
+	if got := fake.writeBatches(); !slices.Equal(got, []int{2, 1, 1}) {
+		t.Errorf("Write batches = %v, want [2 1 1]", got)
+	}
+	if got := fake.readBatches(); !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("read batches = %v, want [1 2]", got)
 	}
 }
 

@@ -63,8 +63,6 @@ type Config struct {
 type Server struct {
 	cfg   Config
 	store Store
-	br    BatchReader // store's batch reads, or nil
-	wt    Waiter      // store's indexed writes and WAIT, or nil
 	log   hclog.Logger
 	table command.Table
 	subs  map[*command.Spec]map[string]*command.Spec
@@ -154,8 +152,6 @@ func NewServer(cfg Config, store Store) *Server {
 		started: time.Now(),
 		runID:   newRunID(),
 	}
-	s.br, _ = store.(BatchReader)
-	s.wt, _ = store.(Waiter)
 	if es, ok := store.(EventSource); ok {
 		es.SetPublish(s.Publish)
 	}

@@ -9,7 +9,7 @@ import (
 	"raftset/internal/testutil"
 )
 
-// waitStore adds Waiter to fakeStore: each Write call's index is one more
+// waitStore gives fakeStore write indexes and WAIT: each Write call's index is one more
 // than the last; WAIT n 0 blocks until released or its context ends, any
 // other WAIT answers the index it was given.
 type waitStore struct {

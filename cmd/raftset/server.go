@@ -368,11 +368,6 @@ func (s store) Info() []resp.InfoSection {
 	return out
 }
 
-// ReadBatch keeps the node's batched reads visible through the adapter.
-func (s store) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]byte {
-	return s.Node.ReadBatch(ctx, cmds, stale)
-}
-
 // offIsNegative maps a directive's 0 ("off") to cluster.Config's negative.
 func offIsNegative(n int64) int64 {
 	if n == 0 {
