@@ -361,7 +361,7 @@ func leaderByRole(c Cluster, within time.Duration) string {
 			}
 			r, err := cn.Do("ROLE")
 			cn.Close()
-			if err == nil && len(r.elems) > 0 && r.elems[0].str == "master" {
+			if err == nil && len(r.Elems) > 0 && r.Elems[0].Str == "master" {
 				masters = append(masters, id)
 			}
 		}
@@ -429,7 +429,7 @@ func waitReady(c Cluster, within time.Duration) error {
 			}
 			r, err := cn.Do("SISMEMBER", "jepsen:ready", "x")
 			cn.Close()
-			if err != nil || r.kind != ':' {
+			if err != nil || r.Kind != ':' {
 				still = append(still, id)
 			}
 		}
@@ -463,7 +463,7 @@ func converge(c Cluster, within time.Duration) (string, time.Duration, error) {
 			if err != nil {
 				last = append(last, id+":"+err.Error())
 			} else {
-				last = append(last, r.str)
+				last = append(last, r.Str)
 			}
 		}
 		same := true

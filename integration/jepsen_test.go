@@ -427,7 +427,7 @@ func TestCheckerFlagsReadonlyStaleReads(t *testing.T) {
 		c.Do("READONLY")
 		r, err := c.Do("SISMEMBER", "lin:stale:0:0", "1")
 		c.Close()
-		caughtUp = err == nil && r.kind == ':' && r.n == 1
+		caughtUp = err == nil && r.Kind == ':' && r.Str == "1"
 		if !caughtUp {
 			time.Sleep(100 * time.Millisecond)
 		}

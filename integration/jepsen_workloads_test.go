@@ -474,7 +474,7 @@ func runAckScenario(t *testing.T, name string, unsafe bool) setResult {
 		}
 		defer c.Close()
 		r, err := c.Do("SADD", "jepsen:barrier", "x")
-		return err == nil && r.kind == ':'
+		return err == nil && r.Kind == ':'
 	})
 	if err := cl.Restart(leader); err != nil {
 		t.Fatal(err)
@@ -547,7 +547,7 @@ func isMaster(addr string) bool {
 	}
 	defer c.Close()
 	r, err := c.Do("ROLE")
-	return err == nil && len(r.elems) > 0 && r.elems[0].str == "master"
+	return err == nil && len(r.Elems) > 0 && r.Elems[0].Str == "master"
 }
 
 // TestRecheckSavedHistory: a short run of all four workloads (no faults,

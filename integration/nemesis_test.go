@@ -327,8 +327,8 @@ func adminCommand(addr string, args ...string) error {
 	if err != nil {
 		return fmt.Errorf("%s on %s: %w", args[0], addr, err)
 	}
-	if r.kind != '+' {
-		return fmt.Errorf("%s on %s: %s", args[0], addr, r.str)
+	if r.Kind != '+' {
+		return fmt.Errorf("%s on %s: %s", args[0], addr, r.Str)
 	}
 	return nil
 }
@@ -342,13 +342,10 @@ func rawCommand(addr string, timeout time.Duration, args ...string) string {
 	}
 	defer c.Close()
 	r, err := c.Do(args...)
-	switch {
-	case err != nil:
+	if err != nil {
 		return "error: " + err.Error()
-	case r.kind == ':':
-		return fmt.Sprintf(":%d", r.n)
 	}
-	return string(r.kind) + r.str
+	return string(r.Kind) + r.Str
 }
 
 // waitLogLine polls (bounded) until node's log, since its latest start,
