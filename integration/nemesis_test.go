@@ -310,12 +310,6 @@ func (nm *nemesis) run(ctx context.Context, sched []fault) nemesisStats {
 	return nm.stats
 }
 
-// runNemesis executes sched and returns the number of faults injected.
-func runNemesis(ctx context.Context, cl Cluster, rec *recorder, sched []fault, logf func(string, ...any)) int {
-	nm := &nemesis{cl: cl, rec: rec, logf: logf}
-	return nm.run(ctx, sched).Injected
-}
-
 // adminCommand sends one command to addr and wants +OK.
 func adminCommand(addr string, args ...string) error {
 	c, err := dialConn(addr, 10*time.Second)
