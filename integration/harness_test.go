@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"raftset/internal/testutil"
 )
 
 // Cluster is the fault-injection surface the nemesis and checks use. Nodes
@@ -78,17 +80,6 @@ func raftsetBinary(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
-}
-
-// freePort asks the kernel for an unused loopback port.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // startMarker begins the line the harness writes to a node's log before
@@ -155,8 +146,8 @@ func newProcClusterWith(t *testing.T, o clusterOpts, logDir string) *procCluster
 			ip := c.net.nodeIP[id]
 			n.addr, n.raftAddr = net.JoinHostPort(ip, nsClientPort), net.JoinHostPort(ip, nsRaftPort)
 		} else {
-			n.addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-			n.raftAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			n.addr = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+			n.raftAddr = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 		}
 		n.dir = filepath.Join(data, n.id)
 		n.logPath = filepath.Join(logDir, n.id+".log")
@@ -361,7 +352,7 @@ func leaderByRole(c Cluster, within time.Duration) string {
 			}
 			r, err := cn.Do("ROLE")
 			cn.Close()
-			if err == nil && len(r.elems) > 0 && r.elems[0].str == "master" {
+			if err == nil && len(r.Elems) > 0 && r.Elems[0].Str == "master" {
 				masters = append(masters, id)
 			}
 		}
@@ -429,7 +420,7 @@ func waitReady(c Cluster, within time.Duration) error {
 			}
 			r, err := cn.Do("SISMEMBER", "jepsen:ready", "x")
 			cn.Close()
-			if err != nil || r.kind != ':' {
+			if err != nil || r.Kind != ':' {
 				still = append(still, id)
 			}
 		}
@@ -463,7 +454,7 @@ func converge(c Cluster, within time.Duration) (string, time.Duration, error) {
 			if err != nil {
 				last = append(last, id+":"+err.Error())
 			} else {
-				last = append(last, r.str)
+				last = append(last, r.Str)
 			}
 		}
 		same := true

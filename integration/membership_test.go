@@ -136,10 +136,10 @@ func doRaftInfo(c *conn) (raftInfoReply, error) {
 	if err != nil {
 		return raftInfoReply{}, err
 	}
-	if r.kind != '$' {
-		return raftInfoReply{}, errors.New("RAFT.INFO: " + r.str)
+	if r.Kind != '$' {
+		return raftInfoReply{}, errors.New("RAFT.INFO: " + r.Str)
 	}
-	return parseRaftInfo(r.str), nil
+	return parseRaftInfo(r.Str), nil
 }
 
 func parseRaftInfo(s string) raftInfoReply {

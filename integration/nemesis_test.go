@@ -310,12 +310,6 @@ func (nm *nemesis) run(ctx context.Context, sched []fault) nemesisStats {
 	return nm.stats
 }
 
-// runNemesis executes sched and returns the number of faults injected.
-func runNemesis(ctx context.Context, cl Cluster, rec *recorder, sched []fault, logf func(string, ...any)) int {
-	nm := &nemesis{cl: cl, rec: rec, logf: logf}
-	return nm.run(ctx, sched).Injected
-}
-
 // adminCommand sends one command to addr and wants +OK.
 func adminCommand(addr string, args ...string) error {
 	c, err := dialConn(addr, 10*time.Second)
@@ -327,8 +321,8 @@ func adminCommand(addr string, args ...string) error {
 	if err != nil {
 		return fmt.Errorf("%s on %s: %w", args[0], addr, err)
 	}
-	if r.kind != '+' {
-		return fmt.Errorf("%s on %s: %s", args[0], addr, r.str)
+	if r.Kind != '+' {
+		return fmt.Errorf("%s on %s: %s", args[0], addr, r.Str)
 	}
 	return nil
 }
@@ -342,13 +336,10 @@ func rawCommand(addr string, timeout time.Duration, args ...string) string {
 	}
 	defer c.Close()
 	r, err := c.Do(args...)
-	switch {
-	case err != nil:
+	if err != nil {
 		return "error: " + err.Error()
-	case r.kind == ':':
-		return fmt.Sprintf(":%d", r.n)
 	}
-	return string(r.kind) + r.str
+	return string(r.Kind) + r.Str
 }
 
 // waitLogLine polls (bounded) until node's log, since its latest start,

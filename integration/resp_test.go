@@ -3,47 +3,39 @@
 package integration
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"raftset/integration/check"
+	"raftset/internal/respwire"
 )
 
-// reply is one parsed RESP2 reply.
-type reply struct {
-	kind  byte // '+', '-', ':', '$', '*'
-	str   string
-	n     int64
-	null  bool
-	elems []reply
-}
+// reply is one parsed reply; an integer reply's digits are in Str (intOf
+// reads them).
+type reply = respwire.Reply
 
-func (r reply) isErr() bool { return r.kind == '-' }
-
-// conn is a minimal RESP client: one command at a time, a deadline per
-// command, no retries. Any I/O error or timeout closes it for good (a late
-// reply must never be read as the answer to the next command).
+// conn is the harness's client: respwire's, one command at a time, one
+// deadline per command covering the write and the read, no retries. Any I/O
+// error or timeout closes it for good: a late reply must never be read as
+// the answer to the next command, and a Jepsen client that retried would
+// turn one indeterminate operation into two.
 type conn struct {
-	addr    string
-	c       net.Conn
-	r       *bufio.Reader
-	timeout time.Duration
-	broken  bool
+	c      *respwire.Client
+	broken bool
 }
 
 var errBroken = errors.New("connection already failed")
 
 func dialConn(addr string, timeout time.Duration) (*conn, error) {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+	c, err := respwire.Dial(addr, timeout)
 	if err != nil {
 		return nil, err
 	}
-	return &conn{addr: addr, c: c, r: bufio.NewReader(c), timeout: timeout}, nil
+	return &conn{c: c}, nil
 }
 
 func (c *conn) Close() {
@@ -57,20 +49,16 @@ func (c *conn) Do(args ...string) (reply, error) {
 	if c.broken {
 		return reply{}, errBroken
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
 	}
-	if err := c.c.SetDeadline(time.Now().Add(c.timeout)); err != nil {
+	raw, err := c.c.Call(context.Background(), b)
+	if err != nil {
 		c.Close()
 		return reply{}, err
 	}
-	if _, err := c.c.Write([]byte(b.String())); err != nil {
-		c.Close()
-		return reply{}, err
-	}
-	r, err := readReply(c.r, 0)
+	r, err := respwire.Parse(raw)
 	if err != nil {
 		c.Close()
 		return reply{}, err
@@ -78,79 +66,14 @@ func (c *conn) Do(args ...string) (reply, error) {
 	return r, nil
 }
 
-func readLine(r *bufio.Reader) (string, error) {
-	s, err := r.ReadString('\n')
+// intOf is an integer reply's value.
+func intOf(r reply) (int64, error) {
+	if r.Kind != ':' {
+		return 0, fmt.Errorf("unexpected reply %q", r.Str)
+	}
+	n, err := strconv.ParseInt(r.Str, 10, 64)
 	if err != nil {
-		return "", err
-	}
-	if !strings.HasSuffix(s, "\r\n") {
-		return "", fmt.Errorf("bad line %q", s)
-	}
-	return s[:len(s)-2], nil
-}
-
-func readReply(r *bufio.Reader, depth int) (reply, error) {
-	if depth > 8 {
-		return reply{}, errors.New("reply nested too deep")
-	}
-	line, err := readLine(r)
-	if err != nil {
-		return reply{}, err
-	}
-	if line == "" {
-		return reply{}, errors.New("empty reply line")
-	}
-	rep := reply{kind: line[0]}
-	body := line[1:]
-	switch rep.kind {
-	case '+', '-':
-		rep.str = body
-	case ':':
-		rep.n, err = strconv.ParseInt(body, 10, 64)
-	case '$':
-		n, perr := strconv.Atoi(body)
-		if perr != nil || n < -1 || n > 1<<20 {
-			return reply{}, fmt.Errorf("bad bulk length %q", body)
-		}
-		if n == -1 {
-			rep.null = true
-			break
-		}
-		buf := make([]byte, n+2)
-		if _, err = readFull(r, buf); err != nil {
-			return reply{}, err
-		}
-		rep.str = string(buf[:n])
-	case '*':
-		n, perr := strconv.Atoi(body)
-		if perr != nil || n < -1 || n > 1<<20 {
-			return reply{}, fmt.Errorf("bad array length %q", body)
-		}
-		if n == -1 {
-			rep.null = true
-			break
-		}
-		for range n {
-			e, err := readReply(r, depth+1)
-			if err != nil {
-				return reply{}, err
-			}
-			rep.elems = append(rep.elems, e)
-		}
-	default:
-		return reply{}, fmt.Errorf("unknown reply type %q", line)
-	}
-	return rep, err
-}
-
-func readFull(r *bufio.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := r.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
+		return 0, fmt.Errorf("bad integer reply %q", r.Str)
 	}
 	return n, nil
 }
@@ -171,9 +94,9 @@ func classify(r reply, err error) outcome {
 	switch {
 	case err != nil:
 		return outInfo
-	case r.isErr() && strings.HasPrefix(r.str, "TRYAGAIN"):
+	case r.IsError() && strings.HasPrefix(r.Str, "TRYAGAIN"):
 		return outFail
-	case r.isErr():
+	case r.IsError():
 		return outInfo
 	}
 	return outOK

@@ -5,7 +5,6 @@ package integration
 import (
 	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -61,23 +60,6 @@ var matrix = []matrixEntry{
 		Faults: []string{"partition-majority", "partition-leader", "kill-random", "pause-leader"}},
 }
 
-// matrixSeed: JEPSEN_SEED (a number, or "random" for one from the clock),
-// else the row's seed.
-func matrixSeed(t *testing.T, def uint64) uint64 {
-	switch s := os.Getenv("JEPSEN_SEED"); s {
-	case "":
-		return def
-	case "random":
-		return uint64(time.Now().UnixNano() % 1_000_000_000)
-	default:
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("JEPSEN_SEED=%q: %v", s, err)
-		}
-		return v
-	}
-}
-
 // ciTier: JEPSEN_TIER=ci runs only the rows marked CI, 40 s each unless
 // JEPSEN_DURATION says otherwise.
 func ciTier() bool { return os.Getenv("JEPSEN_TIER") == "ci" }
@@ -89,7 +71,7 @@ func (m matrixEntry) scenario(t *testing.T) scenario {
 	if ciTier() {
 		d = ciDuration
 	}
-	sc := smokeScenario(matrixSeed(t, m.Seed), duration(t, d))
+	sc := smokeScenario(seedOr(t, m.Seed), duration(t, d))
 	sc.Name, sc.Backend, sc.Nodes, sc.Faults = m.Name, m.Backend, m.Nodes, m.Faults
 	sc.ServerArgs, sc.MinSnapshotInstalls = m.Args, m.MinSnapshotInstalls
 	// One worker per node never leaves it: under a partition the
@@ -112,17 +94,17 @@ func TestJepsen(t *testing.T) {
 			continue // not part of this tier: not run, not reported
 		}
 		t.Run(m.Name, func(t *testing.T) {
-			res := runScenario(t, m.scenario(t))
-			assertValid(t, res)
-			if res.FaultsInjected == 0 {
-				t.Errorf("no fault injected")
-			}
+			sc := m.scenario(t)
+			res := runScenario(t, sc)
+			assertValid(t, sc, res)
+			assertSetTraffic(t, res)
 		})
 	}
 }
 
-// TestMatrixShape: every row injects faults, the CI tier has a partition,
-// a membership, a snapshot and a docker row, and names are unique.
+// TestMatrixShape: every row injects faults and makes every cluster check,
+// the CI tier has a partition, a membership, a snapshot and a docker row,
+// and names are unique.
 func TestMatrixShape(t *testing.T) {
 	seen := map[string]bool{}
 	need := map[string]bool{"partition": false, "remove": false, "snapshot": false, "docker": false}
@@ -134,6 +116,9 @@ func TestMatrixShape(t *testing.T) {
 		sched := schedule(m.Seed, m.Faults, make([]string, m.Nodes), min(m.Duration, ciDuration)-2*time.Second)
 		if len(sched) == 0 {
 			t.Errorf("%s: empty schedule", m.Name)
+		}
+		if sc := m.scenario(t); sc.Checks != allClusterChecks || sc.Lin.Workers == 0 || sc.Set.Workers == 0 {
+			t.Errorf("%s: checks %+v, %d per-key and %d set workers", m.Name, sc.Checks, sc.Lin.Workers, sc.Set.Workers)
 		}
 		if m.Nodes != 3 && m.Nodes != 5 {
 			t.Errorf("%s: %d nodes", m.Name, m.Nodes)

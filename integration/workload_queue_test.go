@@ -23,16 +23,16 @@ type queueWorkload struct {
 
 func parseSpop(o *op, r reply) error {
 	switch {
-	case r.kind == '$' && r.null:
+	case r.Kind == '$' && r.Null:
 		o.Nil = true
-	case r.kind == '$':
-		v, err := strconv.ParseInt(r.str, 10, 64)
+	case r.Kind == '$':
+		v, err := strconv.ParseInt(r.Str, 10, 64)
 		if err != nil {
-			return fmt.Errorf("unparsable member %q", r.str)
+			return fmt.Errorf("unparsable member %q", r.Str)
 		}
 		o.Elem = v
 	default:
-		return fmt.Errorf("unexpected reply %q", r.str)
+		return fmt.Errorf("unexpected reply %q", r.Str)
 	}
 	return nil
 }

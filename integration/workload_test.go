@@ -44,9 +44,9 @@ func (w *worker) connect(ctx context.Context) bool {
 	}
 	c, err := dialConn(w.cl.Addr(w.nodeID()), w.timeout)
 	if err == nil && w.readOnly {
-		if r, err2 := c.Do("READONLY"); err2 != nil || r.isErr() {
+		if r, err2 := c.Do("READONLY"); err2 != nil || r.IsError() {
 			c.Close()
-			err = fmt.Errorf("READONLY: %v %v", r.str, err2)
+			err = fmt.Errorf("READONLY: %v %v", r.Str, err2)
 		}
 	}
 	if err != nil {
@@ -74,19 +74,23 @@ func (w *worker) do(f, key string, elem int64) op {
 
 // parseSetReply reads an integer or a list of integer members.
 func parseSetReply(o *op, r reply) error {
-	switch r.kind {
+	switch r.Kind {
 	case ':':
-		o.N = r.n
+		n, err := intOf(r)
+		if err != nil {
+			return err
+		}
+		o.N = n
 	case '*':
-		for _, e := range r.elems {
-			v, err := strconv.ParseInt(e.str, 10, 64)
+		for _, e := range r.Elems {
+			v, err := strconv.ParseInt(e.Str, 10, 64)
 			if err != nil {
-				return fmt.Errorf("unparsable member %q", e.str)
+				return fmt.Errorf("unparsable member %q", e.Str)
 			}
 			o.Members = append(o.Members, v)
 		}
 	default:
-		return fmt.Errorf("unexpected reply %q", r.str)
+		return fmt.Errorf("unexpected reply %q", r.Str)
 	}
 	return nil
 }
@@ -105,8 +109,8 @@ func (w *worker) exec(o op, args []string, parse func(*op, reply) error) op {
 	switch {
 	case err != nil:
 		o.Err = err.Error()
-	case r.isErr():
-		o.Err = r.str
+	case r.IsError():
+		o.Err = r.Str
 	default:
 		if perr := parse(&o, r); perr != nil {
 			o.Outcome, o.Err = outInfo, perr.Error()
@@ -252,16 +256,16 @@ func finalReads(cl Cluster, key string, within time.Duration) ([][]int64, error)
 			}
 			r, err := c.Do("SMEMBERS", key)
 			c.Close()
-			if err != nil || r.kind != '*' {
-				lastErr = fmt.Errorf("%v %q", err, r.str)
+			if err != nil || r.Kind != '*' {
+				lastErr = fmt.Errorf("%v %q", err, r.Str)
 				time.Sleep(200 * time.Millisecond)
 				continue
 			}
 			got = got[:0]
-			for _, e := range r.elems {
-				v, err := strconv.ParseInt(e.str, 10, 64)
+			for _, e := range r.Elems {
+				v, err := strconv.ParseInt(e.Str, 10, 64)
 				if err != nil {
-					return nil, fmt.Errorf("%s: unparsable member %q", id, e.str)
+					return nil, fmt.Errorf("%s: unparsable member %q", id, e.Str)
 				}
 				got = append(got, v)
 			}

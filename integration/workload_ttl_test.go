@@ -28,28 +28,29 @@ type ttlWorkload struct {
 }
 
 func parseOK(o *op, r reply) error {
-	if r.kind != '+' || r.str != "OK" {
-		return fmt.Errorf("unexpected reply %q", r.str)
+	if r.Kind != '+' || r.Str != "OK" {
+		return fmt.Errorf("unexpected reply %q", r.Str)
 	}
 	return nil
 }
 
 func parseInt(o *op, r reply) error {
-	if r.kind != ':' {
-		return fmt.Errorf("unexpected reply %q", r.str)
+	n, err := intOf(r)
+	if err != nil {
+		return err
 	}
-	o.N = r.n
+	o.N = n
 	return nil
 }
 
 func parseGet(o *op, r reply) error {
 	switch {
-	case r.kind == '$' && r.null:
+	case r.Kind == '$' && r.Null:
 		o.Nil = true
-	case r.kind == '$':
-		o.Value = r.str
+	case r.Kind == '$':
+		o.Value = r.Str
 	default:
-		return fmt.Errorf("unexpected reply %q", r.str)
+		return fmt.Errorf("unexpected reply %q", r.Str)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 // EXPIRE, GET, TTL, PTTL — checked for linearizability against a model
 // that allows the clocks' uncertainty.
 //
-// What the system promises (design brief §4): a leader turns a relative
+// What the system promises (docs/design.md, State): a leader turns a relative
 // TTL into a deadline on its own clock when it proposes the write
 // (D = clock_leader(t_propose) + ttl), and a node decides "expired" when
 // its clock E = max(own clock, the latest entry time it applied) has
