@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -39,6 +40,16 @@ type Config struct {
 	// may send each other internal commands; empty derives it from
 	// Password (see NodeSecret and auth.go).
 	ClusterSecret string
+	// PeerTLS, when set, is mutual TLS on the Raft port (tls-cluster yes):
+	// peers must present a certificate the cluster's CA signed. Without it,
+	// the Raft port admits only peers that prove the node secret (see
+	// NodeSecret) in a challenge-response handshake.
+	PeerTLS *PeerTLS
+	// ProtectedMode refuses to serve Raft on a non-loopback address when
+	// there is neither PeerTLS nor a node secret: anyone who could reach the
+	// port could otherwise become the leader and write. Redis applies the
+	// same rule to clients (protected-mode).
+	ProtectedMode bool
 	// Join is the client address of any member of an existing cluster. A
 	// node with an empty store and no Bootstrap asks it (RAFT.JOIN, relayed
 	// to the leader) to be added, as a non-voter promoted once caught up.
@@ -143,6 +154,11 @@ type Config struct {
 	wrapLogStore func(raft.LogStore) raft.LogStore
 }
 
+// PeerTLS is the two sides of mutual TLS between nodes.
+type PeerTLS struct {
+	Server, Client *tls.Config
+}
+
 // DefaultConfig returns a Config with every tunable set; NodeID, RaftBind and
 // DataDir are left for the caller.
 func DefaultConfig() Config {
@@ -164,6 +180,7 @@ func DefaultConfig() Config {
 		MaxEntryOps:        4096,
 		MaxInflight:        64,
 		PromoteLag:         1000,
+		ProtectedMode:      true,
 	}
 }
 

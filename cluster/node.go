@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"raftset/internal/peerauth"
 )
 
 // Node is one member of a raftset cluster: the Raft instance, its stores, the
@@ -44,8 +45,9 @@ type Node struct {
 	wg      sync.WaitGroup
 	closing sync.Once
 
-	meta *metaFSM // the state machine as Raft sees it (meta.go)
-	pool pool     // connections to the leader (rpcconn.go)
+	peerGate *peerauth.StreamLayer // the Raft port's authentication (transport.go); nil when off
+	meta     *metaFSM              // the state machine as Raft sees it (meta.go)
+	pool     pool                  // connections to the leader (rpcconn.go)
 	// queries holds connections to every member, for WAIT (wait.go).
 	queries pool
 	trans   raft.Transport
@@ -215,21 +217,7 @@ func (n *Node) openTransport() (raft.Transport, error) {
 		_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.RaftAdvertise))
 		return trans, nil
 	}
-	var adv net.Addr // nil: the listener's address
-	if cfg.RaftAdvertise != "" {
-		var err error
-		if adv, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise); err != nil {
-			return nil, fmt.Errorf("cluster: resolve RaftAdvertise %q: %w", cfg.RaftAdvertise, err)
-		}
-	}
-	// A failed NewTCPTransport returns a nil *NetworkTransport; returned as
-	// a raft.Transport, that would be a non-nil interface the cleanup would
-	// Close.
-	tcp, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, adv, tcpMaxPool, tcpTimeout, cfg.Logger.Named("raft-net"))
-	if err != nil {
-		return nil, fmt.Errorf("cluster: listen on %s: %w", cfg.RaftBind, err)
-	}
-	return tcp, nil
+	return n.openNetworkTransport()
 }
 
 // raftConfig is Raft's configuration for this node.
