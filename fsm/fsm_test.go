@@ -114,62 +114,6 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
-func TestGlob(t *testing.T) {
-	tests := []struct {
-		pat, s string
-		want   bool
-	}{
-		{"", "", true},
-		{"a", "a", true},
-		{"a", "b", false},
-		{"*", "", false}, // the matcher itself; KEYS and SCAN special-case "*"
-		{"*", "abc", true},
-		{"a*", "a", true},
-		{"a*c", "abbbc", true},
-		{"a*c", "abbb", false},
-		{"a**c", "ac", true},
-		{"*a*b*c*", "xxaxxbxxcxx", true},
-		{"?", "", false},
-		{"?", "x", true},
-		{"??", "x", false},
-		{"h?llo", "hello", true},
-		{"h[ae]llo", "hallo", true},
-		{"h[ae]llo", "hillo", false},
-		{"h[^e]llo", "hallo", true},
-		{"h[^e]llo", "hello", false},
-		{"h[a-b]llo", "hbllo", true},
-		{"h[b-a]llo", "hallo", true}, // reversed ranges swap
-		{"h[a-b]llo", "hcllo", false},
-		{`h\*llo`, "h*llo", true},
-		{`h\*llo`, "hallo", false},
-		{`[\]]`, "]", true},
-		{`[\-]`, "-", true},
-		{"[a-]", "-", false}, // a range from 'a' to ']', then nothing closes the class
-		{"[a-]", "^", true},
-		{"[abc", "a", true}, // an unclosed class is tolerated
-		{"[abc", "ab", false},
-		{"[", "x", false},
-		{`\`, `\`, true},
-		{"a[", "a", false},
-		{"*[", "x", false},
-		{"\xff", "\xff", true},
-		{"[\x01-\xff]", "a", false}, // C's signed char: 0xff is -1, so the range is -1..1
-		{"[\x01-\xff]", "\x00", true},
-		{"foo*bar", "foobar", true},
-		{"*.txt", "a.b.txt", true},
-	}
-	for _, tt := range tests {
-		if got := globMatch([]byte(tt.pat), []byte(tt.s)); got != tt.want {
-			t.Errorf("globMatch(%q, %q) = %v, want %v", tt.pat, tt.s, got, tt.want)
-		}
-	}
-	// Abusive patterns end quickly.
-	pat := strings.Repeat("a*", 30) + "b"
-	if globMatch([]byte(pat), bytes.Repeat([]byte("a"), 60)) {
-		t.Error("pathological pattern matched")
-	}
-}
-
 // TestExpiryAcrossReplicas covers the leader's active expiry and the clock.
 func TestExpiryAcrossReplicas(t *testing.T) {
 	f := newTestFSM(t)
