@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"raftset/internal/command"
+	"raftset/internal/testutil"
 	"raftset/snapshot"
 )
 
@@ -555,9 +556,9 @@ func TestSnapshotAux(t *testing.T) {
 // TestSnapshotVectorsRoundTrip restores each Redis vector through our own
 // snapshot: same digest, same encodings.
 func TestSnapshotVectorsRoundTrip(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "testdata", "rdb", "redis-7.2.6", "*", "*.rdb"))
-	if len(files) == 0 {
-		t.Skip("no vectors")
+	files, err := filepath.Glob(filepath.Join(testutil.RDBDir(t), "redis-7.2.6", "*", "*.rdb"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no vectors: %v", err)
 	}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
