@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"raftset/internal/respwire"
+	"raftset/internal/testutil"
 )
 
 // TestRedisLoadsExport writes a Redis 7.0 export (RDB 10; Debian ships
@@ -127,12 +128,7 @@ func TestRedisLoadsExport(t *testing.T) {
 // and stops it (by its pid) when the test ends.
 func startRedis(t *testing.T, server, dir, dbfilename string) *respwire.Client {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := testutil.FreePort(t)
 	var logs bytes.Buffer
 	cmd := exec.Command(server, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--dbfilename", dbfilename, "--save", "", "--appendonly", "no", "--daemonize", "no")
@@ -147,21 +143,23 @@ func startRedis(t *testing.T, server, dir, dbfilename string) *respwire.Client {
 			t.Logf("redis-server log:\n%s", logs.String())
 		}
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := respwire.Dial(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 60*time.Second)
-		if err == nil {
-			t.Cleanup(func() { c.Close() })
-			if r, err := c.DoParsed("PING"); err == nil && r.Str == "PONG" {
-				return c
-			}
-			c.Close()
+	// A bad file makes redis-server exit while loading: the log, printed
+	// above on failure, says why.
+	var c *respwire.Client
+	testutil.WaitFor(t, 15*time.Second, "redis-server to load the file and answer PING", func() bool {
+		cl, err := respwire.Dial(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 60*time.Second)
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on port %d did not answer PING (loading error?): %v\n%s", port, err, logs.String())
+		if r, err := cl.DoParsed("PING"); err == nil && r.Str == "PONG" {
+			c = cl
+			return true
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		cl.Close()
+		return false
+	})
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // redisDo runs one command; a transport error or an error reply fails the
