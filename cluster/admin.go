@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"raftset/internal/command"
+	"raftset/internal/glob"
 )
 
 // Admin runs a node command: SAVE, BGSAVE, LASTSAVE, DEBUG, ROLE, WAIT,
@@ -360,7 +360,7 @@ func (n *Node) config(ctx context.Context, args [][]byte) []byte {
 		var pairs []string
 		for _, p := range configParams() {
 			for _, pat := range args[2:] {
-				if ok, _ := path.Match(strings.ToLower(string(pat)), p.name); ok {
+				if glob.Match(pat, []byte(p.name), true) {
 					pairs = append(pairs, p.name, p.get(n))
 					break
 				}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,55 +13,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"raftset/fsm"
 	"raftset/internal/command"
 	"raftset/internal/setenc"
+	"raftset/internal/testutil"
 )
 
-// testLogger buffers the node's logs and prints them only if the test fails,
-// and never after the test ended.
-func testLogger(t testing.TB) hclog.Logger {
-	w := &testLogWriter{}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if t.Failed() {
-			t.Log("node logs:\n" + w.buf.String())
-		}
-		w.done = true
-	})
-	return hclog.New(&hclog.LoggerOptions{Output: w, Level: hclog.Debug, Name: t.Name()})
-}
-
-type testLogWriter struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	done bool
-}
-
-func (w *testLogWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done && w.buf.Len() < 8<<20 {
-		w.buf.Write(p)
-	}
-	return len(p), nil
-}
-
-// waitFor polls cond until it holds or timeout passes; only for conditions
-// that are eventual by nature (an election, replication to a follower).
+// waitFor is testutil.WaitFor with the argument order this package's
+// tests were written in.
 func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, timeout, what, cond)
 }
 
 // fastConfig returns an in-memory single-node config with short timers.
@@ -75,7 +38,7 @@ func fastConfig(t testing.TB, id string) Config {
 	cfg.ElectionTimeout = 50 * time.Millisecond
 	cfg.LeaderLeaseTimeout = 50 * time.Millisecond
 	cfg.CommitTimeout = 5 * time.Millisecond
-	cfg.Logger = testLogger(t)
+	cfg.Logger = testutil.Logger(t, t.Name())
 	return cfg
 }
 

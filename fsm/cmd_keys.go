@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"raftset/internal/command"
+	"raftset/internal/glob"
 	"raftset/internal/setenc"
 	"raftset/internal/strictint"
 )
@@ -97,7 +98,7 @@ func cmdKeys(c *execCtx, args [][]byte) {
 			continue
 		}
 		k := ks.keys.At(pos)
-		if all || globMatch(pat, k) {
+		if all || glob.Match(pat, k, false) {
 			l.add(k)
 		}
 	}
@@ -113,7 +114,9 @@ type scanOptions struct {
 	typ     []byte // SCAN only; nil: every type
 }
 
-func (o *scanOptions) match(b []byte) bool { return o.pattern == nil || globMatch(o.pattern, b) }
+func (o *scanOptions) match(b []byte) bool {
+	return o.pattern == nil || glob.Match(o.pattern, b, false)
+}
 
 // parseScanOptions is the option loop of Redis's scanGenericCommand.
 func parseScanOptions(args [][]byte, withType bool) (scanOptions, string) {

@@ -2,10 +2,7 @@ package fsm
 
 import (
 	"bytes"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,61 +11,15 @@ import (
 	"raftset/internal/testutil"
 )
 
-// vectorFile is the part of a shared RDB vector's JSON (shared/testdata/rdb)
-// this package checks.
-type vectorFile struct {
-	KeyCount    int                             `json:"key_count"`
-	DebugDigest string                          `json:"debug_digest"`
-	Databases   map[string]map[string]vectorKey `json:"databases"`
-}
-
-type vectorKey struct {
-	Type                      string            `json:"type"`
-	Members                   []json.RawMessage `json:"members"`
-	Value                     json.RawMessage   `json:"value"`
-	ExpireAtMs                *int64            `json:"expire_at_ms"`
-	ObjectEncodingAfterReload string            `json:"object_encoding_after_reload"`
-	DebugDigestValue          string            `json:"debug_digest_value"`
-}
-
-// vectorBytes decodes a JSON byte string: a string, or {"hex": "..."}.
-func vectorBytes(t *testing.T, raw json.RawMessage) string {
-	t.Helper()
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s
-	}
-	var h struct{ Hex string }
-	if err := json.Unmarshal(raw, &h); err != nil {
-		t.Fatalf("byte string %s: %v", raw, err)
-	}
-	b, err := hex.DecodeString(h.Hex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // TestDigestVectors loads every dump.rdb that Redis 7.2.6 and 7.4.1 wrote
 // (through LoadRDB and the snapshot reader) and checks that DEBUG DIGEST,
 // every key's DEBUG DIGEST-VALUE, content, deadline and OBJECT ENCODING are
 // Redis's, as recorded in the vector's JSON.
 func TestDigestVectors(t *testing.T) {
 	for _, rdb := range testutil.RDBVectors(t) {
-		name, _ := filepath.Rel(filepath.Join(testutil.SharedDir(t), "testdata", "rdb"), rdb)
+		name, _ := filepath.Rel(testutil.RDBDir(t), rdb)
 		t.Run(name, func(t *testing.T) {
-			var vec vectorFile
-			data, err := os.ReadFile(strings.TrimSuffix(rdb, ".rdb") + ".json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(data, &vec); err != nil {
-				t.Fatal(err)
-			}
-			file, err := os.ReadFile(rdb)
-			if err != nil {
-				t.Fatal(err)
-			}
+			vec, file := testutil.LoadRDBVector(t, rdb)
 			f := newTestFSM(t)
 			n, err := f.LoadRDB(bytes.NewReader(file), LoadOptions{NowMs: 1_000_000})
 			if err != nil {
@@ -97,15 +48,12 @@ func TestDigestVectors(t *testing.T) {
 				}
 				switch want.Type {
 				case "string":
-					v := vectorBytes(t, want.Value)
+					v := string(*want.Value)
 					if got := doCmd(t, f, now, "get", key); got != fmt.Sprintf("$%d\r\n%s\r\n", len(v), v) {
 						t.Errorf("GET %s = %q, want %q", key, got, v)
 					}
 				case "set":
-					var wantM []string
-					for _, m := range want.Members {
-						wantM = append(wantM, vectorBytes(t, m))
-					}
+					wantM := want.MemberStrings()
 					gotM := setMembers(t, f, key)
 					slices.Sort(gotM)
 					if !slices.Equal(gotM, wantM) {

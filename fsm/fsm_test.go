@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"raftset/internal/command"
+	"raftset/internal/testutil"
 	"raftset/snapshot"
 )
 
@@ -142,62 +143,6 @@ func TestPrepare(t *testing.T) {
 	f.Prepare(args, now)
 	if string(args[0]) != "SET" {
 		t.Errorf("Prepare changed args[0] to %q", args[0])
-	}
-}
-
-func TestGlob(t *testing.T) {
-	tests := []struct {
-		pat, s string
-		want   bool
-	}{
-		{"", "", true},
-		{"a", "a", true},
-		{"a", "b", false},
-		{"*", "", false}, // the matcher itself; KEYS and SCAN special-case "*"
-		{"*", "abc", true},
-		{"a*", "a", true},
-		{"a*c", "abbbc", true},
-		{"a*c", "abbb", false},
-		{"a**c", "ac", true},
-		{"*a*b*c*", "xxaxxbxxcxx", true},
-		{"?", "", false},
-		{"?", "x", true},
-		{"??", "x", false},
-		{"h?llo", "hello", true},
-		{"h[ae]llo", "hallo", true},
-		{"h[ae]llo", "hillo", false},
-		{"h[^e]llo", "hallo", true},
-		{"h[^e]llo", "hello", false},
-		{"h[a-b]llo", "hbllo", true},
-		{"h[b-a]llo", "hallo", true}, // reversed ranges swap
-		{"h[a-b]llo", "hcllo", false},
-		{`h\*llo`, "h*llo", true},
-		{`h\*llo`, "hallo", false},
-		{`[\]]`, "]", true},
-		{`[\-]`, "-", true},
-		{"[a-]", "-", false}, // a range from 'a' to ']', then nothing closes the class
-		{"[a-]", "^", true},
-		{"[abc", "a", true}, // an unclosed class is tolerated
-		{"[abc", "ab", false},
-		{"[", "x", false},
-		{`\`, `\`, true},
-		{"a[", "a", false},
-		{"*[", "x", false},
-		{"\xff", "\xff", true},
-		{"[\x01-\xff]", "a", false}, // C's signed char: 0xff is -1, so the range is -1..1
-		{"[\x01-\xff]", "\x00", true},
-		{"foo*bar", "foobar", true},
-		{"*.txt", "a.b.txt", true},
-	}
-	for _, tt := range tests {
-		if got := globMatch([]byte(tt.pat), []byte(tt.s)); got != tt.want {
-			t.Errorf("globMatch(%q, %q) = %v, want %v", tt.pat, tt.s, got, tt.want)
-		}
-	}
-	// Abusive patterns end quickly.
-	pat := strings.Repeat("a*", 30) + "b"
-	if globMatch([]byte(pat), bytes.Repeat([]byte("a"), 60)) {
-		t.Error("pathological pattern matched")
 	}
 }
 
@@ -642,9 +587,9 @@ func TestSnapshotAux(t *testing.T) {
 // TestSnapshotVectorsRoundTrip restores each Redis vector through our own
 // snapshot: same digest, same encodings.
 func TestSnapshotVectorsRoundTrip(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "testdata", "rdb", "redis-7.2.6", "*", "*.rdb"))
-	if len(files) == 0 {
-		t.Skip("no vectors")
+	files, err := filepath.Glob(filepath.Join(testutil.RDBDir(t), "redis-7.2.6", "*", "*.rdb"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no vectors: %v", err)
 	}
 	for _, file := range files {
 		data, err := os.ReadFile(file)

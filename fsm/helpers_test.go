@@ -8,24 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"raftset/internal/command"
 	"raftset/internal/setenc"
+	"raftset/internal/testutil"
 )
 
-// newTestFSM returns an FSM whose log goes to t.Log.
+// newTestFSM returns an FSM whose log shows if the test fails.
 func newTestFSM(t testing.TB) *FSM {
 	t.Helper()
-	return New(Config{Logger: hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Debug})})
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+	return New(Config{Logger: testutil.Logger(t, "fsm")})
 }
 
 func toArgs(args ...string) [][]byte {

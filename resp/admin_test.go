@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"raftset/internal/command"
+	"raftset/internal/respwire"
 )
 
 func TestInfo(t *testing.T) {
@@ -236,7 +237,7 @@ func TestClose(t *testing.T) {
 	}
 	// The write's fate was unknown: it was answered as such, or the
 	// connection closed before the reply could be written.
-	if got, err := readReply(busy.r); err == nil && got != errr(command.ErrClusterDown) {
+	if got, err := respwire.ReadReply(busy.r, nil); err == nil && string(got) != errr(command.ErrClusterDown) {
 		t.Errorf("write in flight got %q", got)
 	}
 	idle.expectEOF()

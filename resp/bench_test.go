@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"raftset/internal/command"
+	"raftset/internal/respwire"
 )
 
 // nullStore answers every command with :1 and costs nothing, so that the
@@ -60,13 +61,15 @@ func benchPipeline(b *testing.B, args []string, clients int) {
 			defer wg.Done()
 			defer c.Close()
 			r := bufio.NewReader(c)
+			var reply []byte
+			var err error
 			for range rounds {
-				if _, err := c.Write(req); err != nil {
+				if _, err = c.Write(req); err != nil {
 					b.Error(err)
 					return
 				}
 				for range 10 {
-					if _, err := r.ReadSlice('\n'); err != nil {
+					if reply, err = respwire.ReadReply(r, reply[:0]); err != nil {
 						b.Error(err)
 						return
 					}

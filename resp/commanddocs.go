@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"raftset/internal/command"
+	"raftset/internal/glob"
 )
 
 // commandDocs holds the COMMAND replies, built once from the table (Redis
@@ -115,7 +116,7 @@ func (d *commandDocs) appendList(dst []byte, args [][]byte) []byte {
 			cat := "@" + strings.ToLower(string(val))
 			keep = func(n string) bool { return slices.Contains(aclCategories(d.specs[n]), cat) }
 		case "pattern":
-			keep = func(n string) bool { return globMatch(val, []byte(n), true) }
+			keep = func(n string) bool { return glob.Match(val, []byte(n), true) }
 		default:
 			return command.AppendError(dst, command.ErrSyntax)
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"raftset/internal/command"
+	"raftset/internal/glob"
+	"raftset/internal/respwire"
 )
 
 // param is a runtime parameter served by CONFIG GET/SET on this node.
@@ -154,7 +156,7 @@ func (c *client) cmdConfigGet(dst []byte, patterns [][]byte) []byte {
 	seen := make(map[string]bool)
 	for _, name := range names {
 		for _, p := range patterns {
-			if globMatch(p, []byte(name), true) {
+			if glob.Match(p, []byte(name), true) {
 				s.cfgMu.RLock()
 				pm := s.params[name]
 				s.cfgMu.RUnlock()
@@ -176,12 +178,12 @@ func (c *client) cmdConfigGet(dst []byte, patterns [][]byte) []byte {
 		args = append(args, []byte("config"), []byte("get"))
 		args = append(args, patterns...)
 		reply := s.store.Admin(s.ctx, args)
-		if items, ok := parseBulkArray(reply); ok {
+		if items, ok := bulkStrings(reply); ok {
 			for i := 0; i+1 < len(items); i += 2 {
-				name := strings.ToLower(string(items[i]))
+				name := strings.ToLower(items[i])
 				if !seen[name] {
 					seen[name] = true
-					pairs = append(pairs, [2]string{name, string(items[i+1])})
+					pairs = append(pairs, [2]string{name, items[i+1]})
 				}
 			}
 		} else if command.IsError(reply) {
@@ -246,137 +248,17 @@ func (c *client) cmdConfigSet(dst []byte, args [][]byte) []byte {
 	return append(dst, command.OK...)
 }
 
-// parseBulkArray parses a RESP2 array of bulk strings (a CONFIG GET reply).
-func parseBulkArray(b []byte) ([][]byte, bool) {
-	line := func() ([]byte, bool) {
-		i := bytes.Index(b, []byte("\r\n"))
-		if i < 0 {
-			return nil, false
-		}
-		l := b[:i]
-		b = b[i+2:]
-		return l, true
-	}
-	hdr, ok := line()
-	if !ok || len(hdr) < 2 || hdr[0] != '*' {
+// bulkStrings returns the texts of an array reply of bulk strings (the
+// store's CONFIG GET reply), or false for any other reply.
+func bulkStrings(reply []byte) ([]string, bool) {
+	r, err := respwire.Parse(reply)
+	if err != nil || r.Kind != '*' || r.Null {
 		return nil, false
 	}
-	n, err := strconv.Atoi(string(hdr[1:]))
-	if err != nil || n < 0 || n > len(b) {
-		return nil, false
-	}
-	items := make([][]byte, 0, n)
-	for range n {
-		h, ok := line()
-		if !ok || len(h) < 2 || h[0] != '$' {
+	for _, e := range r.Elems {
+		if e.Kind != '$' || e.Null {
 			return nil, false
 		}
-		m, err := strconv.Atoi(string(h[1:]))
-		if err != nil || m < 0 || m+2 > len(b) {
-			return nil, false
-		}
-		items = append(items, b[:m])
-		b = b[m+2:]
 	}
-	return items, true
-}
-
-// globMatch is Redis's stringmatchlen: '*', '?', '[...]' with '^' and
-// ranges, and '\' escapes; nocase folds ASCII case.
-func globMatch(pattern, str []byte, nocase bool) bool {
-	skip := false
-	return globMatchDepth(pattern, str, nocase, 0, &skip)
-}
-
-// globMatchDepth matches p against s. skip is Redis's skipLongerMatches:
-// once a '*' failed against every suffix, an outer '*' cannot do better, so
-// the search stays polynomial.
-func globMatchDepth(p, s []byte, nocase bool, depth int, skip *bool) bool {
-	if depth > 1000 {
-		return false
-	}
-	fold := func(c byte) byte {
-		if nocase && 'A' <= c && c <= 'Z' {
-			return c + 'a' - 'A'
-		}
-		return c
-	}
-	for len(p) > 0 && len(s) > 0 {
-		switch p[0] {
-		case '*':
-			for len(p) > 1 && p[1] == '*' {
-				p = p[1:]
-			}
-			if len(p) == 1 {
-				return true
-			}
-			for len(s) > 0 {
-				if globMatchDepth(p[1:], s, nocase, depth+1, skip) {
-					return true
-				}
-				if *skip {
-					return false
-				}
-				s = s[1:]
-			}
-			*skip = true
-			return false
-		case '?':
-			s = s[1:]
-		case '[':
-			p = p[1:]
-			not := len(p) > 0 && p[0] == '^'
-			if not {
-				p = p[1:]
-			}
-			match := false
-			for len(p) > 0 && p[0] != ']' {
-				switch {
-				case p[0] == '\\' && len(p) >= 2:
-					p = p[1:]
-					if p[0] == s[0] {
-						match = true
-					}
-				case len(p) >= 3 && p[1] == '-':
-					start, end := fold(p[0]), fold(p[2])
-					if start > end {
-						start, end = end, start
-					}
-					if c := fold(s[0]); c >= start && c <= end {
-						match = true
-					}
-					p = p[2:]
-				case fold(p[0]) == fold(s[0]):
-					match = true
-				}
-				p = p[1:]
-			}
-			if not {
-				match = !match
-			}
-			if !match {
-				return false
-			}
-			s = s[1:]
-			if len(p) == 0 {
-				// An unclosed '[' ends the pattern.
-				return len(s) == 0
-			}
-		case '\\':
-			if len(p) >= 2 {
-				p = p[1:]
-			}
-			fallthrough
-		default:
-			if fold(p[0]) != fold(s[0]) {
-				return false
-			}
-			s = s[1:]
-		}
-		p = p[1:]
-	}
-	for len(p) > 0 && p[0] == '*' {
-		p = p[1:]
-	}
-	return len(p) == 0 && len(s) == 0
+	return r.Strings(), true
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"raftset/internal/command"
+	"raftset/internal/glob"
 )
 
 // fakeStore is an in-memory Store with a handful of commands (SADD,
@@ -153,7 +154,7 @@ func (f *fakeStore) Admin(ctx context.Context, args [][]byte) []byte {
 			n := 0
 			for _, name := range slices.Sorted(maps.Keys(f.config)) {
 				for _, p := range args[2:] {
-					if globMatch(p, []byte(name), true) {
+					if glob.Match(p, []byte(name), true) {
 						out = command.AppendBulkString(out, name)
 						out = command.AppendBulkString(out, f.config[name])
 						n++

@@ -151,24 +151,6 @@ func TestFramerErrors(t *testing.T) {
 	}
 }
 
-func TestGlobMatch(t *testing.T) {
-	for _, tt := range []struct {
-		pat, s string
-		want   bool
-	}{
-		{"*", "", true}, {"*", "abc", true}, {"a*c", "abbbc", true}, {"a*c", "abcd", false},
-		{"?", "a", true}, {"?", "", false}, {"[abc]", "b", true}, {"[^abc]", "b", false},
-		{"[a-c]x", "bx", true}, {"[c-a]x", "bx", true}, {"\\*", "*", true}, {"\\*", "a", false},
-		{"set-max-*", "set-max-intset-entries", true}, {"*MAX*", "maxclients", true},
-		{"[abc", "a", true}, {"a[", "a", false}, {"**a", "ba", true},
-		{strings.Repeat("*a", 30) + "b", strings.Repeat("a", 60), false},
-	} {
-		if got := globMatch([]byte(tt.pat), []byte(tt.s), true); got != tt.want {
-			t.Errorf("globMatch(%q, %q) = %v, want %v", tt.pat, tt.s, got, tt.want)
-		}
-	}
-}
-
 func TestParseMemory(t *testing.T) {
 	for in, want := range map[string]int64{"1048576": 1 << 20, "1mb": 1 << 20, "2MB": 2 << 20, "1gb": 1 << 30, "1k": 1000, "5b": 5} {
 		if got, err := ParseMemory(in); err != nil || got != want {

@@ -12,20 +12,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"raftset/internal/respwire"
+	"raftset/internal/testutil"
 )
 
-// testWriter sends log lines to t.Log.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func newTestLogger(t testing.TB) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: "resp", Output: testWriter{t}, Level: hclog.Debug})
-}
+func newTestLogger(t testing.TB) hclog.Logger { return testutil.Logger(t, "resp") }
 
 // startServer serves store on a loopback port until the test ends; it
 // returns the server and its address.
@@ -97,7 +89,8 @@ func (tc *testConn) do(args ...string) string {
 // reply reads one complete raw reply.
 func (tc *testConn) reply() string {
 	tc.t.Helper()
-	s, err := readReply(tc.r)
+	b, err := respwire.ReadReply(tc.r, nil)
+	s := string(b)
 	if err != nil {
 		tc.t.Fatalf("reading reply: %v (got %q)", err, s)
 	}
@@ -121,43 +114,6 @@ func (tc *testConn) expectEOF() {
 	if err != nil || len(rest) > 0 {
 		tc.t.Fatalf("expected EOF, got %q, %v", rest, err)
 	}
-}
-
-func readReply(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return line, err
-	}
-	if len(line) < 3 || !strings.HasSuffix(line, "\r\n") {
-		return line, fmt.Errorf("bad line %q", line)
-	}
-	switch line[0] {
-	case '+', '-', ':':
-		return line, nil
-	case '$':
-		n, err := strconv.Atoi(line[1 : len(line)-2])
-		if err != nil || n < 0 {
-			return line, err
-		}
-		buf := make([]byte, n+2)
-		_, err = io.ReadFull(r, buf)
-		return line + string(buf), err
-	case '*':
-		n, err := strconv.Atoi(line[1 : len(line)-2])
-		if err != nil {
-			return line, err
-		}
-		out := line
-		for range n {
-			s, err := readReply(r)
-			out += s
-			if err != nil {
-				return out, err
-			}
-		}
-		return out, nil
-	}
-	return line, fmt.Errorf("bad reply type %q", line)
 }
 
 // Reply builders for expectations.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"raftset/internal/command"
+	"raftset/internal/glob"
 )
 
 // Pub/Sub (RESP2, node-local): SUBSCRIBE, PSUBSCRIBE, UNSUBSCRIBE,
@@ -90,7 +91,7 @@ func (s *Server) Publish(channel string, message []byte) int {
 		targets = append(targets, target{c: c})
 	}
 	for pat, set := range s.pubsub.patterns {
-		if globMatch([]byte(pat), []byte(channel), false) {
+		if glob.Match([]byte(pat), []byte(channel), false) {
 			for c := range set {
 				targets = append(targets, target{c: c, pattern: pat, byPat: true})
 			}

@@ -14,6 +14,7 @@ import (
 	"raftset/internal/setenc"
 	"raftset/internal/setenc/intset"
 	"raftset/internal/setenc/listpack"
+	"raftset/internal/testutil"
 )
 
 // rdb assembles a file: magic, version, body, EOF and (from version 5) the
@@ -314,7 +315,7 @@ func damageFiles(t *testing.T) map[string][]byte {
 	files["golden"] = golden
 	for _, v := range []string{"redis-7.2.6/rdbcompression-yes/hashtable_65byte.rdb", "redis-7.4.1/rdbcompression-yes/intset.rdb",
 		"redis-7.2.6/rdbcompression-no/listpack_mixed.rdb"} {
-		b, err := os.ReadFile(filepath.Join(sharedDir(t), "testdata", "rdb", v))
+		b, err := os.ReadFile(filepath.Join(testutil.RDBDir(t), v))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,13 +4,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"raftset/internal/testutil"
 )
 
 // FuzzReader: arbitrary bytes give an error or a file that reads, never a
 // panic, a hang or an allocation out of proportion to the input. A file
 // that reads must survive a write and a second read unchanged.
 func FuzzReader(f *testing.F) {
-	for _, path := range vectorFiles(f) {
+	for _, path := range testutil.RDBVectors(f) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			f.Fatal(err)

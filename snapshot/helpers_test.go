@@ -2,99 +2,14 @@ package snapshot
 
 import (
 	"bytes"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"raftset/internal/setenc"
 )
-
-// sharedDir locates the shared/ directory that sits next to the repository
-// (here and in CI), or $RAFTSET_SHARED. A missing directory fails the test:
-// the vectors are part of what must pass.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("RAFTSET_SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared")
-	}
-	if fi, err := os.Stat(filepath.Join(dir, "testdata", "rdb")); err != nil || !fi.IsDir() {
-		t.Fatalf("shared test vectors not found at %s/testdata/rdb (set RAFTSET_SHARED): %v", dir, err)
-	}
-	return dir
-}
-
-// vectorFiles returns every RDB test vector.
-func vectorFiles(t testing.TB) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(sharedDir(t), "testdata", "rdb", "*", "*", "*.rdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatalf("no .rdb vectors under %s", sharedDir(t))
-	}
-	return files
-}
-
-// bstr is a byte string as the vectors' JSON writes it: a JSON string when
-// valid UTF-8, else {"hex": "..."}.
-type bstr []byte
-
-func (b *bstr) UnmarshalJSON(p []byte) error {
-	var s string
-	if err := json.Unmarshal(p, &s); err == nil {
-		*b = []byte(s)
-		return nil
-	}
-	var h struct{ Hex string }
-	if err := json.Unmarshal(p, &h); err != nil {
-		return err
-	}
-	v, err := hex.DecodeString(h.Hex)
-	*b = v
-	return err
-}
-
-type vectorKey struct {
-	Type                      string `json:"type"`
-	Members                   []bstr `json:"members"`
-	Value                     *bstr  `json:"value"`
-	ExpireAtMs                *int64 `json:"expire_at_ms"`
-	ObjectEncodingAfterReload string `json:"object_encoding_after_reload"`
-	RDBType                   int    `json:"rdb_type"`
-}
-
-type vector struct {
-	RDBVersion       int                             `json:"rdb_version"`
-	RDBCompression   string                          `json:"rdbcompression"`
-	AuxFieldsPresent []string                        `json:"aux_fields_present"`
-	KeyCount         int                             `json:"key_count"`
-	Databases        map[string]map[string]vectorKey `json:"databases"`
-}
-
-func loadVector(t *testing.T, rdbPath string) (*vector, []byte) {
-	t.Helper()
-	data, err := os.ReadFile(rdbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := os.ReadFile(rdbPath[:len(rdbPath)-len(".rdb")] + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v vector
-	if err := json.Unmarshal(js, &v); err != nil {
-		t.Fatalf("%s: %v", rdbPath, err)
-	}
-	return &v, data
-}
 
 // readAll reads a whole file.
 func readAll(data []byte, opt ReaderOptions) ([]*Record, *Reader, error) {

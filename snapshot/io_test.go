@@ -10,13 +10,14 @@ import (
 	"testing/iotest"
 
 	"raftset/internal/setenc"
+	"raftset/internal/testutil"
 )
 
 // TestReaderSources reads through readers that return little data per call,
 // or data together with io.EOF: the records must not change.
 func TestReaderSources(t *testing.T) {
 	files := [][]byte{}
-	for _, p := range vectorFiles(t) {
+	for _, p := range testutil.RDBVectors(t) {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 1<<20 {
 			files = append(files, b)
 		}

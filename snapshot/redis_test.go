@@ -1,11 +1,8 @@
 package snapshot
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -15,6 +12,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"raftset/internal/respwire"
+	"raftset/internal/testutil"
 )
 
 // TestRedisLoadsExport writes a Redis 7.0 export (RDB 10; Debian ships
@@ -57,33 +57,36 @@ func TestRedisLoadsExport(t *testing.T) {
 		perDB[e.db]++
 	}
 	for db, n := range perDB {
-		c.do(t, "SELECT", strconv.Itoa(db))
-		if got := c.do(t, "DBSIZE"); got != int64(n) {
+		redisDo(t, c, "SELECT", strconv.Itoa(db))
+		if got := redisDo(t, c, "DBSIZE").Str; got != strconv.Itoa(n) {
 			t.Errorf("db %d DBSIZE = %v, want %d", db, got, n)
 		}
 	}
 	for _, e := range entries {
-		c.do(t, "SELECT", strconv.Itoa(e.db))
+		redisDo(t, c, "SELECT", strconv.Itoa(e.db))
 		if e.set != nil {
-			got := toBytes(t, c.do(t, "SMEMBERS", e.key))
+			var got [][]byte
+			for _, m := range redisDo(t, c, "SMEMBERS", e.key).Elems {
+				got = append(got, []byte(m.Str))
+			}
 			slices.SortFunc(got, bytes.Compare)
 			if want := sortedMembers(e.set); !slices.EqualFunc(got, want, bytes.Equal) {
 				t.Errorf("db %d SMEMBERS %q = %q, want %q", e.db, e.key, got, want)
 			}
-		} else if got, _ := c.do(t, "GET", e.key).([]byte); !bytes.Equal(got, e.value) {
+		} else if got := redisDo(t, c, "GET", e.key).Str; got != string(e.value) {
 			t.Errorf("db %d GET %q = %q, want %q", e.db, e.key, got, e.value)
 		}
 		want := e.expire
 		if want < 0 {
 			want = -1
 		}
-		if got := c.do(t, "PEXPIRETIME", e.key); got != want {
+		if got := redisDo(t, c, "PEXPIRETIME", e.key).Str; got != strconv.FormatInt(want, 10) {
 			t.Errorf("db %d PEXPIRETIME %q = %v, want %d", e.db, e.key, got, want)
 		}
 	}
 
 	// Redis's own file of the same data reads back to the same keys.
-	if got := c.do(t, "SAVE"); got != "OK" {
+	if got := redisDo(t, c, "SAVE"); got.String() != "+OK" {
 		t.Fatalf("SAVE = %v", got)
 	}
 	saved, err := os.ReadFile(file)
@@ -123,14 +126,9 @@ func TestRedisLoadsExport(t *testing.T) {
 
 // startRedis runs redis-server on a free loopback port with dir/dbfilename
 // and stops it (by its pid) when the test ends.
-func startRedis(t *testing.T, server, dir, dbfilename string) *respConn {
+func startRedis(t *testing.T, server, dir, dbfilename string) *respwire.Client {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := testutil.FreePort(t)
 	var logs bytes.Buffer
 	cmd := exec.Command(server, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--dbfilename", dbfilename, "--save", "", "--appendonly", "no", "--daemonize", "no")
@@ -145,105 +143,35 @@ func startRedis(t *testing.T, server, dir, dbfilename string) *respConn {
 			t.Logf("redis-server log:\n%s", logs.String())
 		}
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
-		if err == nil {
-			c := &respConn{conn: conn, r: bufio.NewReader(conn)}
-			t.Cleanup(func() { conn.Close() })
-			conn.SetDeadline(time.Now().Add(60 * time.Second))
-			if v, err := c.try("PING"); err == nil && v == "PONG" {
-				return c
-			}
-			conn.Close()
+	// A bad file makes redis-server exit while loading: the log, printed
+	// above on failure, says why.
+	var c *respwire.Client
+	testutil.WaitFor(t, 15*time.Second, "redis-server to load the file and answer PING", func() bool {
+		cl, err := respwire.Dial(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 60*time.Second)
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on port %d did not answer PING (loading error?): %v\n%s", port, err, logs.String())
+		if r, err := cl.DoParsed("PING"); err == nil && r.Str == "PONG" {
+			c = cl
+			return true
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		cl.Close()
+		return false
+	})
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
-// respConn is the smallest RESP2 client the test needs: commands as arrays
-// of bulk strings; replies as string (status), int64, []byte (bulk), nil,
-// []any (array) or error.
-type respConn struct {
-	conn net.Conn
-	r    *bufio.Reader
-}
-
-func (c *respConn) do(t *testing.T, args ...string) any {
+// redisDo runs one command; a transport error or an error reply fails the
+// test.
+func redisDo(t *testing.T, c *respwire.Client, args ...string) respwire.Reply {
 	t.Helper()
-	v, err := c.try(args...)
+	r, err := c.DoParsed(args...)
+	if err == nil {
+		err = r.Err()
+	}
 	if err != nil {
 		t.Fatalf("%q: %v", args, err)
 	}
-	return v
-}
-
-func (c *respConn) try(args ...string) (any, error) {
-	var b []byte
-	b = fmt.Appendf(b, "*%d\r\n", len(args))
-	for _, a := range args {
-		b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := c.conn.Write(b); err != nil {
-		return nil, err
-	}
-	return c.reply()
-}
-
-func (c *respConn) reply() (any, error) {
-	line, err := c.r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	if len(line) < 3 {
-		return nil, fmt.Errorf("short reply line %q", line)
-	}
-	body := line[1 : len(line)-2]
-	switch line[0] {
-	case '+':
-		return body, nil
-	case '-':
-		return nil, errors.New(body)
-	case ':':
-		return strconv.ParseInt(body, 10, 64)
-	case '$':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		p := make([]byte, n+2)
-		if _, err := io.ReadFull(c.r, p); err != nil {
-			return nil, err
-		}
-		return p[:n], nil
-	case '*':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		out := make([]any, n)
-		for i := range out {
-			if out[i], err = c.reply(); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("unknown reply %q", line)
-}
-
-func toBytes(t *testing.T, v any) [][]byte {
-	t.Helper()
-	arr, ok := v.([]any)
-	if !ok {
-		t.Fatalf("reply %v is not an array", v)
-	}
-	out := make([][]byte, len(arr))
-	for i, x := range arr {
-		out[i], _ = x.([]byte)
-	}
-	return out
+	return r
 }

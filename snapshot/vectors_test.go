@@ -10,16 +10,17 @@ import (
 	"testing"
 
 	"raftset/internal/setenc"
+	"raftset/internal/testutil"
 )
 
 // TestVectors reads every Redis-written vector and compares it with its JSON
 // twin: keys, types, members, values, deadlines, and the OBJECT ENCODING a
 // Redis reports after loading the file.
 func TestVectors(t *testing.T) {
-	for _, path := range vectorFiles(t) {
+	for _, path := range testutil.RDBVectors(t) {
 		name := filepath.Join(filepath.Base(filepath.Dir(filepath.Dir(path))), filepath.Base(filepath.Dir(path)), filepath.Base(path))
 		t.Run(name, func(t *testing.T) {
-			v, data := loadVector(t, path)
+			v, data := testutil.LoadRDBVector(t, path)
 			recs, r, err := readAll(data, ReaderOptions{})
 			if err != nil {
 				t.Fatalf("read: %v", err)
@@ -58,7 +59,7 @@ func TestVectors(t *testing.T) {
 	}
 }
 
-func checkVectorKey(t *testing.T, rec *Record, want vectorKey) {
+func checkVectorKey(t *testing.T, rec *Record, want testutil.RDBKey) {
 	t.Helper()
 	if got := rec.Kind.String(); got != want.Type {
 		t.Errorf("key %q type = %s, want %s", rec.Key, got, want.Type)
@@ -97,7 +98,7 @@ func checkVectorKey(t *testing.T, rec *Record, want vectorKey) {
 	}
 }
 
-func deref(b *bstr) []byte {
+func deref(b *testutil.Bytes) []byte {
 	if b == nil {
 		return nil
 	}
@@ -110,9 +111,9 @@ func deref(b *bstr) []byte {
 // pins our string writer, integer encodings, RESIZEDB, expiry, and LZF
 // compressor (every LZF string in the vectors) to Redis's own output.
 func TestVectorsRewriteIdentical(t *testing.T) {
-	for _, path := range vectorFiles(t) {
+	for _, path := range testutil.RDBVectors(t) {
 		t.Run(filepath.Base(filepath.Dir(filepath.Dir(path)))+"/"+filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), func(t *testing.T) {
-			v, data := loadVector(t, path)
+			v, data := testutil.LoadRDBVector(t, path)
 			recs, r, err := readAll(data, ReaderOptions{ForceExact: true})
 			if err != nil {
 				t.Fatalf("read: %v", err)

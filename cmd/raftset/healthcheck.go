@@ -1,16 +1,16 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"raftset/internal/respwire"
 )
 
 // raftset healthcheck: a container health probe that needs nothing but the
@@ -72,26 +72,28 @@ func envOr(name, def string) string {
 	return def
 }
 
+// healthLimits bound what a probe reads: INFO is a few KB and ROLE a short
+// array, so anything larger is refused rather than buffered.
+var healthLimits = respwire.Limits{MaxBulk: 1 << 20, MaxElems: 1024, MaxDepth: 8}
+
 // healthcheck probes the node at addr within timeout. It returns a short
 // description of a healthy node, or why the node is not healthy.
 func healthcheck(addr string, timeout time.Duration, writable bool, password string) (string, error) {
-	deadline := time.Now().Add(timeout)
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cl, err := respwire.DialContext(ctx, addr, respwire.DialOptions{Timeout: timeout, Limits: &healthLimits})
 	if err != nil {
 		return "", err
 	}
-	defer conn.Close()
-	if err := conn.SetDeadline(deadline); err != nil {
-		return "", err
-	}
-	c := &healthConn{w: conn, r: bufio.NewReader(conn)}
+	defer cl.Close()
+	c := &healthConn{ctx: ctx, c: cl}
 
 	if password != "" {
 		reply, err := c.do("AUTH", password)
 		if err != nil {
 			return "", fmt.Errorf("AUTH: %w", err)
 		}
-		if reply != "OK" {
+		if s, ok := text(reply); !ok || s != "OK" {
 			return "", fmt.Errorf("AUTH: unexpected reply %q", reply)
 		}
 	}
@@ -99,7 +101,7 @@ func healthcheck(addr string, timeout time.Duration, writable bool, password str
 	if err != nil {
 		return "", fmt.Errorf("PING: %w", err)
 	}
-	if reply != "PONG" {
+	if s, ok := text(reply); !ok || s != "PONG" {
 		return "", fmt.Errorf("PING: unexpected reply %q", reply)
 	}
 	if !writable {
@@ -115,7 +117,7 @@ func (c *healthConn) leaderKnown() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("INFO raft: %w", err)
 	}
-	info, ok := reply.(string)
+	info, ok := text(reply)
 	if !ok {
 		return "", fmt.Errorf("INFO raft: unexpected reply %v", reply)
 	}
@@ -137,16 +139,18 @@ func (c *healthConn) leaderKnown() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("ROLE: %w", err)
 	}
-	arr, ok := role.([]any)
-	if !ok || len(arr) == 0 {
+	if role.Kind != '*' || len(role.Elems) == 0 {
 		return "", fmt.Errorf("ROLE: unexpected reply %v", role)
 	}
-	switch arr[0] {
+	arr := role.Elems
+	switch name, _ := text(arr[0]); name {
 	case "master":
 		return "PONG, role master", nil
 	case "slave":
-		if len(arr) >= 4 && arr[3] == "connected" {
-			return "PONG, role slave, connected", nil
+		if len(arr) >= 4 {
+			if link, _ := text(arr[3]); link == "connected" {
+				return "PONG, role slave, connected", nil
+			}
 		}
 		return "", errors.New("role slave, not connected to a master")
 	}
@@ -168,90 +172,34 @@ func parseInfo(s string) map[string]string {
 	return m
 }
 
-// healthConn is just enough of a RESP client for a probe.
+// healthConn runs a probe's commands within its one deadline.
 type healthConn struct {
-	w io.Writer
-	r *bufio.Reader
+	ctx context.Context
+	c   *respwire.Client
 }
 
-// errReply is a RESP error reply (-ERR ...).
-type errReply string
-
-func (e errReply) Error() string { return string(e) }
-
-// do sends one command and reads its reply: string for simple and bulk
-// strings, int64, nil, []any for arrays; an error reply is returned as error.
-func (c *healthConn) do(args ...string) (any, error) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+// do sends one command and returns its parsed reply; an error reply is
+// returned as an error (its text, "ERR ...").
+func (c *healthConn) do(args ...string) (respwire.Reply, error) {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
 	}
-	if _, err := io.WriteString(c.w, b.String()); err != nil {
-		return nil, err
-	}
-	v, err := c.read(0)
+	raw, err := c.c.Call(c.ctx, b)
 	if err != nil {
-		return nil, err
+		return respwire.Reply{}, err
 	}
-	if e, ok := v.(errReply); ok {
-		return nil, e
+	r, err := respwire.Parse(raw)
+	if err != nil {
+		return respwire.Reply{}, err
 	}
-	return v, nil
+	return r, r.Err()
 }
 
-const maxHealthBulk = 1 << 20 // INFO is a few KB; refuse anything absurd
-
-func (c *healthConn) read(depth int) (any, error) {
-	if depth > 8 {
-		return nil, errors.New("reply nested too deeply")
+// text is the text of a simple or bulk string reply.
+func text(r respwire.Reply) (string, bool) {
+	if (r.Kind == '+' || r.Kind == '$') && !r.Null {
+		return r.Str, true
 	}
-	line, err := c.r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return nil, fmt.Errorf("malformed reply line %q", line)
-	}
-	kind, body := line[0], line[1:len(line)-2]
-	switch kind {
-	case '+':
-		return body, nil
-	case '-':
-		return errReply(body), nil
-	case ':':
-		return strconv.ParseInt(body, 10, 64)
-	case '$':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < -1 || n > maxHealthBulk {
-			return nil, fmt.Errorf("bad bulk length %q", body)
-		}
-		if n == -1 {
-			return nil, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(c.r, buf); err != nil {
-			return nil, err
-		}
-		if buf[n] != '\r' || buf[n+1] != '\n' {
-			return nil, errors.New("bulk string not terminated by CRLF")
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < -1 || n > 1024 {
-			return nil, fmt.Errorf("bad array length %q", body)
-		}
-		if n == -1 {
-			return nil, nil
-		}
-		arr := make([]any, n)
-		for i := range arr {
-			if arr[i], err = c.read(depth + 1); err != nil {
-				return nil, err
-			}
-		}
-		return arr, nil
-	}
-	return nil, fmt.Errorf("unexpected reply type %q", kind)
+	return "", false
 }

@@ -3,28 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-)
 
-// vectorDir is shared/testdata/rdb next to the repository, or under
-// $RAFTSET_SHARED; a missing directory fails the test.
-func vectorDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("RAFTSET_SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared")
-	}
-	dir = filepath.Join(dir, "testdata", "rdb")
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		t.Fatalf("RDB vectors not found at %s (set RAFTSET_SHARED): %v", dir, err)
-	}
-	return dir
-}
+	"raftset/internal/testutil"
+)
 
 func runRDBArgs(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
@@ -33,7 +20,7 @@ func runRDBArgs(args ...string) (code int, stdout, stderr string) {
 }
 
 func TestRDBCheck(t *testing.T) {
-	file := filepath.Join(vectorDir(t), "redis-7.2.6", "rdbcompression-yes", "expiry.rdb")
+	file := filepath.Join(testutil.RDBDir(t), "redis-7.2.6", "rdbcompression-yes", "expiry.rdb")
 	code, out, errOut := runRDBArgs("check", file)
 	if code != 0 {
 		t.Fatalf("rdb check exit = %d, want 0; stderr: %s", code, errOut)
@@ -51,7 +38,7 @@ func TestRDBCheck(t *testing.T) {
 }
 
 func TestRDBCheckCorrupt(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(vectorDir(t), "redis-7.2.6", "rdbcompression-no", "intset.rdb"))
+	data, err := os.ReadFile(filepath.Join(testutil.RDBDir(t), "redis-7.2.6", "rdbcompression-no", "intset.rdb"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,23 +79,8 @@ func TestRDBUsage(t *testing.T) {
 func TestRDBDump(t *testing.T) {
 	for _, name := range []string{"strings", "expiry", "listpack_mixed", "hashtable_65byte", "intset"} {
 		t.Run(name, func(t *testing.T) {
-			base := filepath.Join(vectorDir(t), "redis-7.2.6", "rdbcompression-yes", name)
-			var want struct {
-				Databases map[string]map[string]struct {
-					Type                      string            `json:"type"`
-					Members                   []json.RawMessage `json:"members"`
-					Value                     json.RawMessage   `json:"value"`
-					ExpireAtMs                *int64            `json:"expire_at_ms"`
-					ObjectEncodingAfterReload string            `json:"object_encoding_after_reload"`
-				} `json:"databases"`
-			}
-			js, err := os.ReadFile(base + ".json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(js, &want); err != nil {
-				t.Fatal(err)
-			}
+			base := filepath.Join(testutil.RDBDir(t), "redis-7.2.6", "rdbcompression-yes", name)
+			want, _ := testutil.LoadRDBVector(t, base+".rdb")
 			code, out, errOut := runRDBArgs("dump", base+".rdb")
 			if code != 0 {
 				t.Fatalf("rdb dump exit = %d: %s", code, errOut)
@@ -119,13 +91,13 @@ func TestRDBDump(t *testing.T) {
 			for sc.Scan() {
 				lines++
 				var got struct {
-					DB         int               `json:"db"`
-					Key        string            `json:"key"`
-					Type       string            `json:"type"`
-					Encoding   string            `json:"encoding"`
-					Members    []json.RawMessage `json:"members"`
-					Value      json.RawMessage   `json:"value"`
-					ExpireAtMs *int64            `json:"expire_at_ms"`
+					DB         int              `json:"db"`
+					Key        string           `json:"key"`
+					Type       string           `json:"type"`
+					Encoding   string           `json:"encoding"`
+					Members    []testutil.Bytes `json:"members"`
+					Value      *testutil.Bytes  `json:"value"`
+					ExpireAtMs *int64           `json:"expire_at_ms"`
 				}
 				if err := json.Unmarshal(sc.Bytes(), &got); err != nil {
 					t.Fatalf("line %q: %v", sc.Text(), err)
@@ -138,8 +110,8 @@ func TestRDBDump(t *testing.T) {
 				if got.Type != w.Type || got.Encoding != w.ObjectEncodingAfterReload {
 					t.Errorf("key %q = %s/%s, want %s/%s", got.Key, got.Type, got.Encoding, w.Type, w.ObjectEncodingAfterReload)
 				}
-				if !sameJSON(t, got.Value, w.Value) || !sameJSONList(t, got.Members, w.Members) {
-					t.Errorf("key %q = %s %s, want %s %s", got.Key, got.Value, got.Members, w.Value, w.Members)
+				if !sameBytes(got.Value, w.Value) || !slices.EqualFunc(got.Members, w.Members, sameMember) {
+					t.Errorf("key %q = %q %q, want %q %q", got.Key, deref(got.Value), got.Members, deref(w.Value), w.Members)
 				}
 				if (got.ExpireAtMs == nil) != (w.ExpireAtMs == nil) || (got.ExpireAtMs != nil && *got.ExpireAtMs != *w.ExpireAtMs) {
 					t.Errorf("key %q expire_at_ms = %v, want %v", got.Key, got.ExpireAtMs, w.ExpireAtMs)
@@ -152,42 +124,16 @@ func TestRDBDump(t *testing.T) {
 	}
 }
 
-// sameJSON compares two JSON byte-string encodings by the bytes they stand
-// for (a string, or {"hex": ...}).
-func sameJSON(t *testing.T, a, b json.RawMessage) bool {
-	t.Helper()
-	return bytes.Equal(decodeBytes(t, a), decodeBytes(t, b)) && (len(a) == 0) == (len(b) == 0)
+// sameBytes compares two optional byte strings: both absent, or equal.
+func sameBytes(a, b *testutil.Bytes) bool {
+	return (a == nil) == (b == nil) && (a == nil || bytes.Equal(*a, *b))
 }
 
-func sameJSONList(t *testing.T, a, b []json.RawMessage) bool {
-	t.Helper()
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !sameJSON(t, a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
+func sameMember(a, b testutil.Bytes) bool { return bytes.Equal(a, b) }
 
-func decodeBytes(t *testing.T, m json.RawMessage) []byte {
-	t.Helper()
-	if len(m) == 0 {
+func deref(b *testutil.Bytes) []byte {
+	if b == nil {
 		return nil
 	}
-	var s string
-	if json.Unmarshal(m, &s) == nil {
-		return []byte(s)
-	}
-	var h struct{ Hex string }
-	if err := json.Unmarshal(m, &h); err != nil {
-		t.Fatalf("%s: %v", m, err)
-	}
-	b, err := hex.DecodeString(h.Hex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return *b
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,18 +99,8 @@ func TestWatchAcrossConnections(t *testing.T) {
 func TestImportRedisDump(t *testing.T) {
 	for _, vec := range []string{"mixed_1000", "listpack_mixed", "strings"} {
 		t.Run(vec, func(t *testing.T) {
-			base := filepath.Join(testutil.SharedDir(t), "testdata", "rdb", "redis-7.2.6", "rdbcompression-yes", vec)
-			var want struct {
-				KeyCount    int    `json:"key_count"`
-				DebugDigest string `json:"debug_digest"`
-			}
-			js, err := os.ReadFile(base + ".json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(js, &want); err != nil {
-				t.Fatal(err)
-			}
+			base := filepath.Join(testutil.RDBDir(t), "redis-7.2.6", "rdbcompression-yes", vec)
+			want, _ := testutil.LoadRDBVector(t, base+".rdb")
 			dir := filepath.Join(t.TempDir(), "data")
 			addr, n := startNode(t, dir, "--import", base+".rdb")
 			c := dial(t, addr)

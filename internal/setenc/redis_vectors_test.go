@@ -12,12 +12,12 @@ import (
 )
 
 // TestSetsMatchRedisBytes replays the SADD commands that built the sets in
-// Redis 7.2.6's dump files (shared/testdata/rdb/README.md) through Set, and
+// Redis 7.2.6's dump files (testdata/rdb/README.md) through Set, and
 // checks that our intset or listpack bytes appear verbatim in the file Redis
 // wrote, with Redis's OBJECT ENCODING. Conversions (intset → listpack) are
 // part of what is checked.
 func TestSetsMatchRedisBytes(t *testing.T) {
-	dir := filepath.Join(testutil.SharedDir(t), "testdata", "rdb", "redis-7.2.6", "rdbcompression-no")
+	dir := filepath.Join(testutil.RDBDir(t), "redis-7.2.6", "rdbcompression-no")
 	lp128 := make([]string, 128)
 	for i := range lp128 {
 		lp128[i] = fmt.Sprintf("m%03d", i)
@@ -62,8 +62,8 @@ func TestSetsMatchRedisBytes(t *testing.T) {
 	}
 }
 
-// appendRDBLen writes an RDB length (redis-spec.md §7.3) for the sizes these
-// vectors need.
+// appendRDBLen writes an RDB length in its 6-bit or 14-bit form, the only
+// ones these vectors need.
 func appendRDBLen(dst []byte, n int) []byte {
 	if n < 64 {
 		return append(dst, byte(n))

@@ -1,63 +1,51 @@
-// Package testutil holds helpers shared by raftset's tests: where the shared
-// test vectors live, a logger that writes to t.Log, and polling for
-// conditions that are eventual by nature. Only tests import it.
+// Package testutil holds helpers shared by raftset's tests: where the RDB
+// test vectors live and how their JSON reads, a RESP client, a logger that
+// shows a failing test's logs, and polling for conditions that are eventual
+// by nature. Only tests import it.
 package testutil
 
 import (
-	"os"
-	"path/filepath"
-	"runtime"
+	"bytes"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
 
-// SharedDir returns the shared/ folder that sits beside the repository (as it
-// does for developers and in CI), or $RAFTSET_SHARED. A missing folder fails
-// the test: tests that need Redis's own files must not pass without them.
-func SharedDir(t testing.TB) string {
-	t.Helper()
-	if d := os.Getenv("RAFTSET_SHARED"); d != "" {
-		return d
-	}
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("testutil: cannot locate the source tree")
-	}
-	// file is <repo>/internal/testutil/testutil.go; shared/ is <repo>/../shared.
-	d := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
-	if _, err := os.Stat(filepath.Join(d, "testdata", "rdb")); err != nil {
-		t.Fatalf("testutil: shared test data not found at %s (set RAFTSET_SHARED): %v", d, err)
-	}
-	return d
-}
-
-// RDBVectors returns every Redis-written .rdb test vector.
-func RDBVectors(t testing.TB) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(SharedDir(t), "testdata", "rdb", "*", "*", "*.rdb"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("testutil: no RDB vectors found: %v", err)
-	}
-	return files
-}
-
-// Logger returns an hclog logger that writes through t.Log, so output shows
-// only for failing tests (or with -v).
+// Logger returns an hclog logger at Debug level that buffers what it is
+// given and prints it through t.Log only if the test fails, so passing
+// tests stay quiet even with -v. Writes after the test ended are dropped
+// (a node still shutting down must not log into a finished test).
 func Logger(t testing.TB, name string) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{
-		Name:   name,
-		Level:  hclog.Debug,
-		Output: tWriter{t},
+	w := &logBuffer{}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if t.Failed() && w.buf.Len() > 0 {
+			t.Log(name + " logs:\n" + w.buf.String())
+		}
+		w.done = true
 	})
+	return hclog.New(&hclog.LoggerOptions{Name: name, Level: hclog.Debug, Output: w})
 }
 
-type tWriter struct{ t testing.TB }
+// maxLogBuffer caps what one test's logs may hold: a test that loops
+// logging should not exhaust memory on top of failing.
+const maxLogBuffer = 8 << 20
 
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
+type logBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	done bool
+}
+
+func (w *logBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done && w.buf.Len() < maxLogBuffer {
+		w.buf.Write(p)
+	}
 	return len(p), nil
 }
 
@@ -71,6 +59,6 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -3,8 +3,6 @@ package intset
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,33 +11,11 @@ import (
 	"raftset/internal/testutil"
 )
 
-// rdbDir holds dump files written by a real Redis 7.2.6 with
-// rdbcompression off, so intset blobs appear in them verbatim.
-func rdbDir(t *testing.T) string {
-	return filepath.Join(testutil.SharedDir(t), "testdata", "rdb", "redis-7.2.6", "rdbcompression-no")
-}
-
-type rdbVector struct {
-	Databases map[string]map[string]struct {
-		Members []json.RawMessage `json:"members"`
-		RDBType int               `json:"rdb_type"`
-		BlobEnc string            `json:"rdb_blob_encoding"`
-	} `json:"databases"`
-}
-
-func loadVector(t *testing.T, name string) (rdb []byte, vec rdbVector) {
+// loadVector reads a dump file written by a real Redis 7.2.6 with
+// rdbcompression off, so intset blobs appear in it verbatim, and its JSON.
+func loadVector(t *testing.T, name string) ([]byte, *testutil.RDBVector) {
 	t.Helper()
-	rdb, err := os.ReadFile(filepath.Join(rdbDir(t), name+".rdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := os.ReadFile(filepath.Join(rdbDir(t), name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(js, &vec); err != nil {
-		t.Fatalf("%s.json: %v", name, err)
-	}
+	vec, rdb := testutil.LoadRDBVector(t, filepath.Join(testutil.RDBDir(t), "redis-7.2.6", "rdbcompression-no", name+".rdb"))
 	return rdb, vec
 }
 
@@ -68,14 +44,10 @@ func intsetRecord(key string, blob []byte) []byte {
 
 // sortedMembers parses the JSON members (sorted by bytes there) into
 // ascending integers.
-func sortedMembers(t *testing.T, key string, raw []json.RawMessage) []int64 {
+func sortedMembers(t *testing.T, key string, members []string) []int64 {
 	t.Helper()
-	vals := make([]int64, 0, len(raw))
-	for _, m := range raw {
-		var s string
-		if err := json.Unmarshal(m, &s); err != nil {
-			t.Fatalf("%s: member %s is not a JSON string: %v", key, m, err)
-		}
+	vals := make([]int64, 0, len(members))
+	for _, s := range members {
 		v, ok := strictint.ParseString(s)
 		if !ok {
 			t.Fatalf("%s: member %q is not a strict integer", key, s)
@@ -107,8 +79,8 @@ func TestRedisIntsetRDB(t *testing.T) {
 		if !ok {
 			t.Fatalf("intset.json lacks %s", key)
 		}
-		if k.RDBType != 11 || k.BlobEnc != "raw" {
-			t.Fatalf("%s: rdb_type %d, blob %q, want 11, raw", key, k.RDBType, k.BlobEnc)
+		if k.RDBType != 11 || k.RDBBlobEncoding != "raw" {
+			t.Fatalf("%s: rdb_type %d, blob %q, want 11, raw", key, k.RDBType, k.RDBBlobEncoding)
 		}
 		b := New()
 		for _, v := range order {
@@ -117,10 +89,10 @@ func TestRedisIntsetRDB(t *testing.T) {
 				t.Fatalf("%s: Add(%d) = %v, want %v", key, v, added, true)
 			}
 		}
-		if got, want := values(b), sortedMembers(t, key, k.Members); !slices.Equal(got, want) {
+		if got, want := values(b), sortedMembers(t, key, k.MemberStrings()); !slices.Equal(got, want) {
 			t.Errorf("%s: values = %v, want %v", key, got, want)
 		}
-		if got := FromSorted(sortedMembers(t, key, k.Members)); !bytes.Equal(got, b) {
+		if got := FromSorted(sortedMembers(t, key, k.MemberStrings())); !bytes.Equal(got, b) {
 			t.Errorf("%s: FromSorted = % x, want % x", key, got, b)
 		}
 		if got, want := Width(b), wantWidth[key]; got != want {
@@ -154,10 +126,10 @@ func TestRedisIntsetsInOtherVectors(t *testing.T) {
 					if k.RDBType != 11 {
 						continue
 					}
-					if k.BlobEnc != "raw" {
-						t.Fatalf("%s: blob encoding %q, want raw", key, k.BlobEnc)
+					if k.RDBBlobEncoding != "raw" {
+						t.Fatalf("%s: blob encoding %q, want raw", key, k.RDBBlobEncoding)
 					}
-					b := FromSorted(sortedMembers(t, key, k.Members))
+					b := FromSorted(sortedMembers(t, key, k.MemberStrings()))
 					seen[Width(b)]++
 					if !bytes.Contains(rdb, intsetRecord(key, b)) {
 						t.Errorf("%s: record with blob % x not found in %s.rdb", key, b, name)

@@ -2,13 +2,12 @@ package listpack
 
 import (
 	"bytes"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"raftset/internal/testutil"
 )
 
 // rdbListpack extracts the raw listpack blob of key from an RDB file
@@ -39,35 +38,6 @@ func rdbListpack(t *testing.T, file []byte, key string) []byte {
 	return file[i : i+n]
 }
 
-type vectorJSON struct {
-	Databases map[string]map[string]struct {
-		Members []json.RawMessage `json:"members"`
-		RDBType int               `json:"rdb_type"`
-	} `json:"databases"`
-}
-
-func jsonMembers(t *testing.T, raw []json.RawMessage) []string {
-	t.Helper()
-	var out []string
-	for _, r := range raw {
-		var s string
-		if json.Unmarshal(r, &s) == nil {
-			out = append(out, s)
-			continue
-		}
-		var h struct{ Hex string }
-		if err := json.Unmarshal(r, &h); err != nil {
-			t.Fatalf("member %s: %v", r, err)
-		}
-		b, err := hex.DecodeString(h.Hex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, string(b))
-	}
-	return out
-}
-
 // TestRedisRDBListpacks rebuilds every listpack set of Redis 7.2.6's test
 // vectors with Append, in the order the SADD commands sent the members
 // (the lists below), and requires Redis's exact bytes to appear in the .rdb
@@ -90,10 +60,7 @@ func TestRedisRDBListpacks(t *testing.T) {
 		{"listpack_128", "set:lp:128", m128},
 		{"listpack_64byte", "set:lp:64b", []string{"short", string(rep("A", 32)) + string(rep("b", 32)), "12"}},
 	} {
-		file, err := os.ReadFile(filepath.Join("testdata", tc.file+".rdb"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		v, file := testutil.LoadRDBVector(t, filepath.Join(testutil.RDBDir(t), "redis-7.2.6", "rdbcompression-no", tc.file+".rdb"))
 		var ms [][]byte
 		for _, s := range tc.sadd {
 			ms = append(ms, []byte(s))
@@ -114,19 +81,11 @@ func TestRedisRDBListpacks(t *testing.T) {
 		}
 		checkIterable(t, lp)
 
-		js, err := os.ReadFile(filepath.Join("testdata", tc.file+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v vectorJSON
-		if err := json.Unmarshal(js, &v); err != nil {
-			t.Fatal(err)
-		}
 		k, ok := v.Databases["0"][tc.key]
 		if !ok || k.RDBType != 20 {
 			t.Fatalf("%s: key %q missing or not rdb_type 20 in JSON", tc.file, tc.key)
 		}
-		want := jsonMembers(t, k.Members)
+		want := k.MemberStrings()
 		var got []string
 		for _, m := range members(t, lp) {
 			got = append(got, string(m))

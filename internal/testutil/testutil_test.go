@@ -1,0 +1,53 @@
+package testutil
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestBytesJSON(t *testing.T) {
+	var got []Bytes
+	if err := json.Unmarshal([]byte(`["a\u0000b", {"hex": "ff00"}, ""]`), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || string(got[0]) != "a\x00b" || string(got[1]) != "\xff\x00" || len(got[2]) != 0 {
+		t.Fatalf("decoded %q", got)
+	}
+	for _, bad := range []string{`[1]`, `[{"hex": "zz"}]`, `[{}]`} {
+		if err := json.Unmarshal([]byte(bad), &got); err == nil {
+			t.Errorf("%s decoded", bad)
+		}
+	}
+}
+
+// TestRDBVectorsDecode reads every vector's JSON, so that a field the
+// decoder gets wrong fails here rather than in a package's test.
+func TestRDBVectorsDecode(t *testing.T) {
+	for _, path := range RDBVectors(t) {
+		v, data := LoadRDBVector(t, path)
+		keys := 0
+		for _, db := range v.Databases {
+			for name, k := range db {
+				keys++
+				if k.Type == "set" && len(k.Members) != k.Card {
+					t.Errorf("%s: %s has %d members, card %d", path, name, len(k.Members), k.Card)
+				}
+				if k.Type == "string" && k.Value == nil {
+					t.Errorf("%s: string %s has no value", path, name)
+				}
+			}
+		}
+		if keys != v.KeyCount || len(data) < 9 || string(data[:5]) != "REDIS" {
+			t.Errorf("%s: %d keys (key_count %d), header %q", path, keys, v.KeyCount, data[:min(len(data), 9)])
+		}
+	}
+}
+
+func TestLoggerQuietAfterTheTest(t *testing.T) {
+	var l interface{ Info(string, ...any) }
+	t.Run("inner", func(t *testing.T) {
+		l = Logger(t, "x")
+		l.Info("during")
+	})
+	l.Info("after") // must neither panic nor reach a finished test
+}
