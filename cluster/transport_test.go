@@ -165,6 +165,12 @@ func peerTLS(t *testing.T, dir string, ca certgen.Pair, name string) *PeerTLS {
 // loopback, a local process can take the node over.
 func TestWithoutCredentialsLoopbackIsTheBoundary(t *testing.T) {
 	n, _ := mustRealNode(t, diskConfig(t, t.TempDir()))
+	// A committed write first: the leader's own first entries are then
+	// applied, so the forged entry lands after them instead of overwriting
+	// one the state machine already applied.
+	if got := string(n.Write(context.Background(), []command.Op{cmd("sadd", "mine", "x")})[0]); got != ":1\r\n" {
+		t.Fatalf("write: %q", got)
+	}
 	f := newForger(t)
 	before := term(n)
 	resp, err := f.appendEntries(n, before+1, forgedSADD("by-append"))
