@@ -390,10 +390,10 @@ func (n *Node) serveReadIndex(ctx context.Context) []byte {
 	if reply == nil && target == 0 && n.rd.floor.Load() > 0 {
 		addr := n.cfg.ClientAddr
 		if addr == "" {
-			addr = n.meta.clientAddr(n.cfg.NodeID)
+			addr = n.ClientAddr(n.cfg.NodeID)
 		}
-		r := n.w.submit(ctx, []command.Op{command.Cmd([]byte(CmdNode), []byte(n.cfg.NodeID), []byte(addr))}, true)
-		if len(r) == 1 && (strings.HasPrefix(string(r[0]), "-TRYAGAIN") || strings.HasPrefix(string(r[0]), "-CLUSTERDOWN")) {
+		r := n.publishNodeAddr(ctx, n.cfg.NodeID, addr)
+		if strings.HasPrefix(string(r), "-TRYAGAIN") || strings.HasPrefix(string(r), "-CLUSTERDOWN") {
 			return replyReadLostLeader
 		}
 		target, reply = n.readIndex(ctx)

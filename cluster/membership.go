@@ -62,7 +62,7 @@ func (n *Node) membershipStep(ctx context.Context) error {
 	if _, lid := n.Leader(); lid == "" {
 		return nil
 	}
-	if n.cfg.ClientAddr != "" && n.meta.clientAddr(n.cfg.NodeID) != n.cfg.ClientAddr {
+	if n.cfg.ClientAddr != "" && n.ClientAddr(n.cfg.NodeID) != n.cfg.ClientAddr {
 		reply := n.onLeader(ctx, [][]byte{[]byte(CmdNode), []byte(n.cfg.NodeID), []byte(n.cfg.ClientAddr)})
 		if command.IsError(reply) {
 			return fmt.Errorf("publish client address: %s", strings.TrimSpace(string(reply)))
@@ -181,11 +181,7 @@ func (n *Node) leaderCommand(ctx context.Context, args [][]byte) []byte {
 		if len(args) != 3 {
 			return command.Error(command.ErrArity(name))
 		}
-		r := n.w.submit(ctx, []command.Op{command.Cmd([]byte(CmdNode), args[1], args[2])}, true)
-		if len(r) == 1 && command.IsError(r[0]) && !strings.HasPrefix(string(r[0]), "-ERR unknown command") {
-			return r[0]
-		}
-		return command.OK
+		return n.publishNodeAddr(ctx, string(args[1]), string(args[2]))
 	case "raft.join":
 		if len(args) < 3 || len(args) > 4 {
 			return command.Error(command.ErrArity(name))
@@ -200,7 +196,7 @@ func (n *Node) leaderCommand(ctx context.Context, args [][]byte) []byte {
 			n.log.Info("added member", "id", id, "raft-addr", addr, "known", ok)
 		}
 		if len(args) == 4 {
-			n.w.submit(ctx, []command.Op{command.Cmd([]byte(CmdNode), args[1], args[3])}, true)
+			n.publishNodeAddr(ctx, string(args[1]), string(args[3]))
 		}
 		return command.OK
 	case cmdPromote:
