@@ -37,9 +37,10 @@
 // a read index (raftset.readindex: the leader's batched barrier above), waits
 // until it applied that index and reads locally. A forward that fails before
 // it was sent is -TRYAGAIN, after it was sent -CLUSTERDOWN (outcome unknown).
-// Client addresses travel through the log ("raftset.node id addr", recorded
-// by a wrapper around the state machine and kept in snapshots as the AUX
-// field raftset-nodes). RAFT.JOIN adds a node as a non-voter; it asks for
+// Client addresses travel through the log (each node asks the leader with
+// "raftset.node id addr", which proposes a node-metadata entry; the state
+// machine keeps the map and writes it to snapshots as the AUX field
+// raftset-nodes; meta.go). RAFT.JOIN adds a node as a non-voter; it asks for
 // promotion (raftset.promote id applied-index) every membership tick and the
 // leader makes it a voter once that index is within Config.PromoteLag of
 // its own applied index. RAFT.REMOVE, RAFT.TRANSFER run on the leader

@@ -82,6 +82,7 @@ type fakeFSM struct {
 	changed  chan struct{}
 	// restoreErr makes Restore fail (a snapshot the FSM refuses).
 	restoreErr error
+	nodes      map[string]string // published client addresses (meta_test.go)
 }
 
 func newFakeFSM() *fakeFSM {
@@ -102,6 +103,9 @@ func (f *fakeFSM) Apply(l *raft.Log) any {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if e.Node != nil {
+		f.setNode(e.Node)
+	}
 	if e.NowMs > f.now {
 		f.now = e.NowMs
 	}
@@ -342,12 +346,13 @@ type fakeState struct {
 	Sets     map[string][]string
 	Deadline map[string]int64
 	Now      int64
+	Nodes    map[string]string
 }
 
 func (f *fakeFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := fakeState{Sets: map[string][]string{}, Deadline: map[string]int64{}, Now: f.now}
+	st := fakeState{Sets: map[string][]string{}, Deadline: map[string]int64{}, Now: f.now, Nodes: f.nodes}
 	for k, s := range f.sets {
 		for m := range s {
 			st.Sets[k] = append(st.Sets[k], m)
@@ -392,6 +397,7 @@ func (f *fakeFSM) Restore(rc io.ReadCloser) error {
 		f.deadline = map[string]int64{}
 	}
 	f.now = st.Now
+	f.nodes = st.Nodes
 	return nil
 }
 

@@ -60,7 +60,7 @@ func (n *Node) membershipStep(ctx context.Context) error {
 	if _, lid := n.Leader(); lid == "" {
 		return nil
 	}
-	if n.cfg.ClientAddr != "" && n.meta.clientAddr(n.cfg.NodeID) != n.cfg.ClientAddr {
+	if n.cfg.ClientAddr != "" && n.ClientAddr(n.cfg.NodeID) != n.cfg.ClientAddr {
 		req := nodeAddrReq{id: []byte(n.cfg.NodeID), addr: []byte(n.cfg.ClientAddr)}
 		if o := n.askLeader(ctx, req.args()); o.kind != applied {
 			return fmt.Errorf("publish client address: %w", o)

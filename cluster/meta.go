@@ -1,163 +1,43 @@
 package cluster
 
 import (
-	"bytes"
-	"io"
-	"sort"
-	"strings"
-	"sync"
-
-	"github.com/hashicorp/raft"
+	"context"
 
 	"raftset/internal/command"
-	"raftset/snapshot"
 )
 
-// Node metadata (design brief §1): every node knows every other node's
+// Node metadata (docs/invariants.md §1): every node knows every other node's
 // client address, so that a follower can forward to the leader and ROLE,
 // INFO and SENTINEL can name it.
 //
-// Each node, once it sees a leader, proposes the internal write
-// "raftset.node <id> <client-addr>" whenever the replicated value differs
-// from its own (a follower sends it to the leader, which proposes it). The
-// state machine does not know the command (it answers an error reply, which
-// nobody reads, and changes nothing); metaFSM, the wrapper Raft applies
-// entries through, records it in an id→address map before handing the entry
-// on. The map travels in every snapshot as the AUX field AuxNodes and is
-// read back on restore, so it is part of the replicated state: every node
-// applies the same entries and ends with the same map.
+// Each node, once it sees a leader, asks it with the internal command
+// "raftset.node <id> <client-addr>" to publish its address whenever the
+// replicated value differs from its own; the leader proposes a
+// command.TypeNode entry (publishNodeAddr). The state machine applies it
+// into its id→address map, which is replicated state like the keyspace: it
+// travels in every snapshot (AUX field fsm.AuxNodes) and every node applies
+// the same entries, so every node ends with the same map. The entry type is
+// ignorable (command.IgnoreIfUnknown): a binary that predates it skips it
+// instead of stopping. Logs written before it carry addresses as
+// "raftset.node" command ops inside batches, which the state machine still
+// reads into the same map.
 
-// CmdNode is the internal node-metadata command.
+// CmdNode is the internal command that asks the leader to publish a node's
+// client address.
 const CmdNode = "raftset.node"
 
-// AuxNodes is the snapshot AUX field holding the id→client-address map:
-// "id=addr,id=addr" sorted by id.
-const AuxNodes = "raftset-nodes"
-
-var cmdNodeBytes = []byte(CmdNode)
-
-// metaFSM wraps the state machine to track node metadata.
-type metaFSM struct {
-	stateMachine
-	mu    sync.Mutex
-	addrs map[string]string
-
-	// checkRestore, when set, may refuse a restore before it starts
-	// (stalesnap.go).
-	checkRestore func() error
-}
-
-func newMetaFSM(f stateMachine) *metaFSM {
-	return &metaFSM{stateMachine: f, addrs: map[string]string{}}
-}
-
-// observe records the raftset.node ops of l. User data almost never holds
-// the command's name, so most entries cost one bytes.Contains.
-func (m *metaFSM) observe(l *raft.Log) {
-	if l.Type != raft.LogCommand || !bytes.Contains(l.Data, cmdNodeBytes) {
-		return
-	}
-	e, err := command.Decode(l.Data)
-	if err != nil {
-		return // the state machine panics on it
-	}
-	for _, op := range e.Ops {
-		if op.Kind == command.OpCommand && len(op.Args) == 3 && string(op.Args[0]) == CmdNode {
-			m.mu.Lock()
-			m.addrs[string(op.Args[1])] = string(op.Args[2])
-			m.mu.Unlock()
-		}
-	}
-}
-
-func (m *metaFSM) Apply(l *raft.Log) interface{} {
-	m.observe(l)
-	return m.stateMachine.Apply(l)
-}
-
-// ApplyBatch keeps the state machine's batching (raft.BatchingFSM).
-func (m *metaFSM) ApplyBatch(logs []*raft.Log) []interface{} {
-	for _, l := range logs {
-		m.observe(l)
-	}
-	if b, ok := m.stateMachine.(raft.BatchingFSM); ok {
-		return b.ApplyBatch(logs)
-	}
-	// As Raft does for a state machine without ApplyBatch: commands only.
-	out := make([]interface{}, len(logs))
-	for i, l := range logs {
-		if l.Type == raft.LogCommand {
-			out[i] = m.stateMachine.Apply(l)
-		}
-	}
-	return out
-}
-
-// Restore restores the state machine, then the map from its AUX field.
-func (m *metaFSM) Restore(rc io.ReadCloser) error {
-	if m.checkRestore != nil {
-		if err := m.checkRestore(); err != nil {
-			rc.Close()
-			return err
-		}
-	}
-	if err := m.stateMachine.Restore(rc); err != nil {
-		return err
-	}
-	addrs := map[string]string{}
-	if a, ok := m.stateMachine.(interface{ RestoredAux() []snapshot.AuxField }); ok {
-		for _, f := range a.RestoredAux() {
-			if f.Key == AuxNodes {
-				addrs = parseNodes(f.Value)
-			}
-		}
-	}
-	m.mu.Lock()
-	m.addrs = addrs
-	m.mu.Unlock()
-	return nil
-}
-
-// clientAddr returns the replicated client address of node id.
-func (m *metaFSM) clientAddr(id string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.addrs[id]
-}
-
-// aux encodes the map for a snapshot. Raft takes snapshots on its FSM
-// goroutine, so the map is the one of the snapshot's index.
-func (m *metaFSM) aux() snapshot.AuxField {
-	m.mu.Lock()
-	ids := make([]string, 0, len(m.addrs))
-	for id := range m.addrs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var b strings.Builder
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(id + "=" + m.addrs[id])
-	}
-	m.mu.Unlock()
-	return snapshot.AuxField{Key: AuxNodes, Value: b.String()}
-}
-
-func parseNodes(v string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range strings.Split(v, ",") {
-		if id, addr, ok := strings.Cut(kv, "="); ok && id != "" {
-			out[id] = addr
-		}
-	}
-	return out
+// publishNodeAddr proposes the entry that records id's client address and
+// waits until it is applied here. This node must lead. The reply is +OK, or
+// the write path's TRYAGAIN (not proposed) or CLUSTERDOWN (outcome unknown),
+// and the outcome says which.
+func (n *Node) publishNodeAddr(ctx context.Context, id, addr string) ([]byte, outcomeKind) {
+	e := command.Entry{Type: command.TypeNode, Node: &command.NodeAddr{ID: id, Addr: addr}}
+	return n.w.proposeEntry(ctx, e.Encode(nil))
 }
 
 // ClientAddr returns the client address node id published, empty if
 // unknown.
-func (n *Node) ClientAddr(id string) string { return n.meta.clientAddr(id) }
+func (n *Node) ClientAddr(id string) string { return n.fsm.ClientAddr(id) }
 
 // leaderClient returns the leader's id and client address ("" if unknown).
 func (n *Node) leaderClient() (id, addr string) {
@@ -168,5 +48,5 @@ func (n *Node) leaderClient() (id, addr string) {
 	if lid == n.cfg.NodeID && n.cfg.ClientAddr != "" {
 		return lid, n.cfg.ClientAddr
 	}
-	return lid, n.meta.clientAddr(lid)
+	return lid, n.fsm.ClientAddr(lid)
 }

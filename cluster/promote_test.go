@@ -25,20 +25,26 @@ func (c *servedCluster) newNode(cfg Config, f *fsm.FSM) (*Node, error) {
 	return n, err
 }
 
-// gatedFSM applies nothing until open is closed: a node whose state machine
-// lags however far the test wants.
+// gatedFSM applies nothing more, once it knows the client address of node
+// leader, until open is closed: a node whose state machine lags however far
+// the test wants, yet can reach the leader (addresses are applied state).
 type gatedFSM struct {
 	*fsm.FSM
-	open <-chan struct{}
+	open   <-chan struct{}
+	leader string
 }
 
 func (g gatedFSM) Apply(l *raft.Log) any {
-	<-g.open
+	if g.ClientAddr(g.leader) != "" {
+		<-g.open
+	}
 	return g.FSM.Apply(l)
 }
 
 func (g gatedFSM) ApplyBatch(logs []*raft.Log) []any {
-	<-g.open
+	if g.ClientAddr(g.leader) != "" {
+		<-g.open
+	}
 	return g.FSM.ApplyBatch(logs)
 }
 
@@ -58,7 +64,7 @@ func TestPromotionWaitsForCatchUp(t *testing.T) {
 	openGate := func() { once.Do(func() { close(gate) }) }
 	c.wrap = func(id string, f *fsm.FSM) stateMachine {
 		if id == "n4" {
-			return gatedFSM{FSM: f, open: gate}
+			return gatedFSM{FSM: f, open: gate, leader: l.id}
 		}
 		return f
 	}

@@ -667,3 +667,47 @@ func argsSize(args [][]byte) int {
 func bytesSize(b []byte) int { return uvarintLen(uint64(len(b))) + len(b) }
 
 func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
+
+// proposeEntry hands an already encoded entry of a type other than a batch
+// (node metadata, meta.go) to Raft and waits until it is applied here. Such
+// entries are rare and carry no client writes, so they skip the queue and
+// group commit; holding pause keeps them from racing the proposer's own
+// raft.Apply calls, and DEBUG RELOAD keeps them out as it keeps batches
+// out. The reply is +OK or one of the write path's TRYAGAIN (not proposed)
+// and CLUSTERDOWN (outcome unknown) replies, and the outcome says which.
+func (w *writer) proposeEntry(ctx context.Context, data []byte) ([]byte, outcomeKind) {
+	n := w.n
+	w.pause.Lock()
+	switch {
+	case n.isClosing():
+		w.pause.Unlock()
+		return replyTryAgainClosing, notApplied
+	case n.raft.State() != raft.Leader:
+		w.pause.Unlock()
+		return notLeaderWrite(n.Leader()), notLeader
+	}
+	n.st.entries.Add(1)
+	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	w.pause.Unlock()
+	// Waiting on the future in a goroutine lets the caller go at ctx's end
+	// or shutdown: Raft may drop the future of an entry it had not applied
+	// when it shut down, and then this goroutine stays until the process
+	// ends (as the completer's wait would; see Close).
+	res := make(chan error, 1)
+	go func() { res <- fut.Error() }()
+	select {
+	case err := <-res:
+		switch {
+		case err == nil:
+			return command.OK, applied
+		case errors.Is(err, raft.ErrNotLeader):
+			return notLeaderWrite(n.Leader()), notLeader
+		default:
+			return applyErrorReply(err), applyErrorOutcome(err)
+		}
+	case <-ctx.Done():
+		return replyUnknownCanceled, outcomeUnknown
+	case <-n.stopped:
+		return replyUnknownShutdown, outcomeUnknown
+	}
+}

@@ -79,7 +79,7 @@ func (n *Node) serveReadIndex(ctx context.Context) []byte {
 	if reply == nil && target == 0 && n.rd.floor.Load() > 0 {
 		addr := n.cfg.ClientAddr
 		if addr == "" {
-			addr = n.meta.clientAddr(n.cfg.NodeID)
+			addr = n.ClientAddr(n.cfg.NodeID)
 		}
 		switch _, o := n.proposeNodeAddr(ctx, []byte(n.cfg.NodeID), []byte(addr)); o {
 		case notApplied, outcomeUnknown:
@@ -124,8 +124,7 @@ func (n *Node) serveNodeAddr(ctx context.Context, req nodeAddrReq) []byte {
 // proposeNodeAddr proposes id's client address and returns the writer's
 // reply and whether the entry was applied.
 func (n *Node) proposeNodeAddr(ctx context.Context, id, addr []byte) ([]byte, outcomeKind) {
-	r, o := n.w.submitOutcome(ctx, []command.Op{command.Cmd([]byte(CmdNode), id, addr)}, true)
-	return r[0], o
+	return n.publishNodeAddr(ctx, string(id), string(addr))
 }
 
 // servePromote is raftset.promote on the leader: a non-voter becomes a

@@ -43,6 +43,42 @@ func (s *openedSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, er
 	return meta, rc, err
 }
 
+// metaFSM is the state machine as Raft sees it: the same, except that
+// Restore first asks checkRestore (refuseStaleRestore). It keeps the state
+// machine's batching (raft.BatchingFSM).
+type metaFSM struct {
+	stateMachine
+
+	// checkRestore, when set, may refuse a restore before it starts.
+	checkRestore func() error
+}
+
+func newMetaFSM(f stateMachine) *metaFSM { return &metaFSM{stateMachine: f} }
+
+func (m *metaFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	if b, ok := m.stateMachine.(raft.BatchingFSM); ok {
+		return b.ApplyBatch(logs)
+	}
+	// As Raft does for a state machine without ApplyBatch: commands only.
+	out := make([]interface{}, len(logs))
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = m.stateMachine.Apply(l)
+		}
+	}
+	return out
+}
+
+func (m *metaFSM) Restore(rc io.ReadCloser) error {
+	if m.checkRestore != nil {
+		if err := m.checkRestore(); err != nil {
+			rc.Close()
+			return err
+		}
+	}
+	return m.stateMachine.Restore(rc)
+}
+
 // refuseStaleRestore is the metaFSM's restore check.
 func (n *Node) refuseStaleRestore() error {
 	if !n.raftStarted.Load() { // the node's own restore at start-up (restoreLatest)

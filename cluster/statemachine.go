@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 
@@ -39,6 +40,13 @@ type stateMachine interface {
 	// WriteRDB writes the state as an RDB file with the snapshot's AUX
 	// fields (DEBUG RELOAD).
 	WriteRDB(w io.Writer) error
+	// ClientAddr returns the client address node id published (meta.go),
+	// empty if unknown.
+	ClientAddr(id string) string
+	// Halted is closed when the state machine stopped applying the log
+	// because an entry does not decode; HaltErr says why.
+	Halted() <-chan struct{}
+	HaltErr() error
 }
 
 // New starts a node around the state machine f: it opens (or creates) the
@@ -85,7 +93,7 @@ const AuxMembers = "raftset-members"
 func (n *Node) membershipAux() []snapshot.AuxField {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
-		return []snapshot.AuxField{n.meta.aux()}
+		return nil
 	}
 	var b strings.Builder
 	for i, s := range f.Configuration().Servers {
@@ -104,5 +112,19 @@ func (n *Node) membershipAux() []snapshot.AuxField {
 		b.WriteByte('=')
 		b.WriteString(string(s.Address))
 	}
-	return []snapshot.AuxField{{Key: AuxMembers, Value: b.String()}, n.meta.aux()}
+	return []snapshot.AuxField{{Key: AuxMembers, Value: b.String()}}
+}
+
+// Fatal is closed when the node can no longer follow the log: its state
+// machine met an entry it cannot decode (written by a newer raftset, or
+// corrupt) and stopped applying. Raft keeps running, but the node's state
+// is frozen at the entry before; the process should log FatalErr and exit.
+func (n *Node) Fatal() <-chan struct{} { return n.fsm.Halted() }
+
+// FatalErr says why Fatal was closed, nil before.
+func (n *Node) FatalErr() error {
+	if err := n.fsm.HaltErr(); err != nil {
+		return fmt.Errorf("cluster: node %s: %w", n.cfg.NodeID, err)
+	}
+	return nil
 }

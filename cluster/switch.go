@@ -129,5 +129,5 @@ func (n *Node) memberClientAddr(id string) string {
 	if id == n.cfg.NodeID && n.cfg.ClientAddr != "" {
 		return n.cfg.ClientAddr
 	}
-	return n.meta.clientAddr(id)
+	return n.ClientAddr(id)
 }

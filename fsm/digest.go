@@ -17,7 +17,8 @@ import (
 //	dataset:   0 if empty; else D = 0; mix(D, be32(db)); D ^= k for each key
 //
 // Types are Redis's OBJ_STRING = 0 and OBJ_SET = 2. Logically expired keys
-// are included, as in Redis.
+// are included, as in Redis. Node addresses (nodes.go) are not data and are
+// left out, so the digest stays comparable with Redis's.
 
 const (
 	objString = 0

@@ -6,8 +6,11 @@
 //
 // Apply (and ApplyBatch, for raft.BatchingFSM) runs committed entries in log
 // order under the state lock and returns an *ApplyResult holding one RESP2
-// reply per op of the entry; an entry that does not decode makes Apply
-// panic, since carrying on would let replicas diverge. Snapshot runs on the
+// reply per op of the entry; an entry that does not decode (written by a
+// newer raftset, or corrupt) halts the state machine: it applies nothing
+// more, refuses snapshots and closes Halted, since skipping the entry would
+// let replicas diverge and panicking would only repeat on restart. TypeNode
+// entries record node client addresses (nodes.go). Snapshot runs on the
 // same goroutine as Apply and only captures (see below); Persist writes the
 // file while Apply goes on; Raft always calls Release. Restore reads the
 // whole file into a new keyspace and swaps it in only once the file has
@@ -54,7 +57,7 @@
 // A snapshot is an RDB file (package snapshot) that Redis 7.2 can load,
 // plus AUX fields carrying what Redis has no place for: the clock, the
 // limits, the last-delete index and each key's version (the WATCH stamps),
-// and the caller's fields (SetSnapshotAux, RestoredAux). Capture copies the
+// the caller's fields (SetSnapshotAux, RestoredAux) and the node addresses. Capture copies the
 // key bytes and the pointers to the keyspace's chunks; the live keyspace
 // copies a chunk before writing to it and a set before changing it in place
 // while a snapshot may still read them (copy-on-write), so Apply never

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -50,6 +49,16 @@ type FSM struct {
 	auxMu       sync.Mutex
 	auxFn       func() []snapshot.AuxField
 	restoredAux []snapshot.AuxField
+
+	// nodes is the id→client-address map (nodes.go), replaced, never
+	// changed in place, under mu; readers load it without the lock.
+	nodes atomic.Pointer[map[string]string]
+
+	// halted is closed once Apply met an entry it cannot decode (haltErr
+	// says which); from then on Apply applies nothing.
+	halted   chan struct{}
+	haltOnce sync.Once
+	haltErr  error
 }
 
 var (
@@ -70,58 +79,61 @@ func New(cfg Config) *FSM {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &FSM{
+	f := &FSM{
 		log:       logger.Named("fsm"),
 		cmds:      newCommandTable(),
 		ks:        newKeyspace(lim),
 		appliedCh: make(chan struct{}),
+		halted:    make(chan struct{}),
 	}
+	f.nodes.Store(&map[string]string{})
+	return f
 }
 
 // Apply applies one committed log entry. A command entry yields an
 // *ApplyResult; other entry types yield nil. An entry that does not decode
-// is a fatal inconsistency: Apply panics rather than let replicas diverge.
+// halts the state machine (see Halted): it cannot be skipped without letting
+// this replica diverge from those that apply it.
 func (f *FSM) Apply(l *raft.Log) interface{} {
-	e := decodeLog(l)
-	f.mu.Lock()
-	res := f.applyLocked(l, e)
-	f.mu.Unlock()
-	f.setApplied(l.Index)
-	if res == nil {
-		return nil // not a typed nil
-	}
-	return res
+	out := f.ApplyBatch([]*raft.Log{l})
+	return out[0]
 }
 
-// ApplyBatch applies consecutive committed entries under one lock.
+// ApplyBatch applies consecutive committed entries under one lock. The
+// entries after one that does not decode are not applied.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
-	entries := make([]*command.Entry, len(logs))
-	for i, l := range logs {
-		entries[i] = decodeLog(l)
-	}
 	out := make([]interface{}, len(logs))
-	f.mu.Lock()
+	if f.isHalted() {
+		return out
+	}
+	entries := make([]*command.Entry, len(logs))
+	good := len(logs)
+	var bad error
 	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		e, err := command.Decode(l.Data)
+		if err != nil {
+			good, bad = i, err
+			break
+		}
+		entries[i] = e
+	}
+	f.mu.Lock()
+	for i, l := range logs[:good] {
 		if res := f.applyLocked(l, entries[i]); res != nil {
 			out[i] = res
 		}
 	}
 	f.mu.Unlock()
-	if len(logs) > 0 {
-		f.setApplied(logs[len(logs)-1].Index)
+	if good > 0 {
+		f.setApplied(logs[good-1].Index)
+	}
+	if bad != nil {
+		f.halt(logs[good], bad)
 	}
 	return out
-}
-
-func decodeLog(l *raft.Log) *command.Entry {
-	if l.Type != raft.LogCommand {
-		return nil
-	}
-	e, err := command.Decode(l.Data)
-	if err != nil {
-		panic(fmt.Errorf("fsm: decode entry %d: %w", l.Index, err))
-	}
-	return e
 }
 
 // applyLocked runs entry e (nil for a non-command log) with f.mu held.
@@ -131,6 +143,10 @@ func (f *FSM) applyLocked(l *raft.Log, e *command.Entry) *ApplyResult {
 	if e == nil {
 		return nil
 	}
+	if e.Type == command.TypeNode {
+		f.setNodeLocked(*e.Node)
+		return &ApplyResult{}
+	}
 	ks.now = max(ks.now, e.NowMs)
 	c := &execCtx{f: f, ks: ks, now: ks.now, index: l.Index, term: l.Term, applying: true,
 		out: make([]byte, 0, 16*len(e.Ops))}
@@ -139,6 +155,9 @@ func (f *FSM) applyLocked(l *raft.Log, e *command.Entry) *ApplyResult {
 	for i := range e.Ops {
 		c.opPos = i
 		c.src = nil
+		if a, ok := e.Ops[i].LegacyNode(); ok {
+			f.setNodeLocked(a) // and still answered as before: an unknown command
+		}
 		c.execOp(&e.Ops[i])
 		ends[i] = len(c.out)
 	}

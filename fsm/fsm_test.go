@@ -656,18 +656,6 @@ func TestWaitApplied(t *testing.T) {
 	}
 }
 
-func TestApplyUndecodable(t *testing.T) {
-	f := newTestFSM(t)
-	defer func() {
-		r := recover()
-		err, ok := r.(error)
-		if !ok || !errors.Is(err, command.ErrDecode) || !strings.Contains(err.Error(), "entry 7") {
-			t.Errorf("panic %v, want a decode error naming entry 7", r)
-		}
-	}()
-	f.Apply(&raft.Log{Index: 7, Type: raft.LogCommand, Data: []byte{1, 1, 0xff}})
-}
-
 func TestReadRefusesWrites(t *testing.T) {
 	f := newTestFSM(t)
 	if got := string(f.Read(toArgs("sadd", "k", "a"), 0, nil, nil)); !strings.HasPrefix(got, "-ERR") {

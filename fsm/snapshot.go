@@ -28,7 +28,8 @@ import (
 //	raftset-term
 //	raftset-versions     one uvarint per key, in file order: each key's WATCH stamp
 //
-// followed by the fields of SetSnapshotAux. ctime is the state machine's
+// followed by the fields of SetSnapshotAux, then AuxNodes (nodes.go) when
+// any node published an address. ctime is the state machine's
 // clock and used-mem 0, so two replicas at the same index write the same
 // bytes. Keys are written in the keyspace's dense order, which Restore
 // rebuilds by adding them in file order; logically expired keys are written
@@ -97,6 +98,7 @@ type fsmSnapshot struct {
 	lastDel uint64
 	index   uint64
 	term    uint64
+	nodes   map[string]string // never changed in place (nodes.go)
 	aux     []snapshot.AuxField
 	release sync.Once
 }
@@ -104,6 +106,9 @@ type fsmSnapshot struct {
 // Snapshot captures the state for Raft: it copies the key bytes and the
 // chunk pointers; Persist does the writing while Apply continues.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.HaltErr(); err != nil {
+		return nil, fmt.Errorf("fsm: snapshot refused: %w", err)
+	}
 	aux := f.callerAux()
 	f.mu.Lock()
 	s := f.capture()
@@ -121,6 +126,7 @@ func (f *FSM) capture() *fsmSnapshot {
 		chunks: slices.Clone(ks.chunks),
 		keys:   make([]byte, 0, n*16),
 		now:    ks.now, lim: ks.lim, lastDel: ks.lastDel, index: ks.index, term: ks.term,
+		nodes: *f.nodes.Load(),
 	}
 	for i := range n {
 		k := ks.keys.At(i)
@@ -173,6 +179,9 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 		{Key: AuxVersions, Value: string(vers)},
 	}
 	aux = append(aux, s.aux...)
+	if len(s.nodes) > 0 {
+		aux = append(aux, snapshot.AuxField{Key: AuxNodes, Value: formatNodes(s.nodes)})
+	}
 	wr, err := snapshot.NewWriter(w, snapshot.WriterOptions{
 		Compress: true,
 		Ctime:    time.UnixMilli(s.now), // deterministic: the FSM clock, not the wall clock
@@ -226,6 +235,9 @@ func (f *FSM) WriteRDB(w io.Writer) error {
 // is kept and the error returned.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	if err := f.HaltErr(); err != nil {
+		return fmt.Errorf("fsm: restore refused: %w", err)
+	}
 	f.mu.RLock()
 	lim := f.ks.lim
 	f.mu.RUnlock()
@@ -234,11 +246,21 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		f.log.Error("restore failed; state unchanged", "error", err)
 		return err
 	}
+	nodes := map[string]string{}
+	var extra []snapshot.AuxField
+	for _, a := range aux {
+		if a.Key == AuxNodes {
+			nodes = parseNodes(a.Value)
+		} else {
+			extra = append(extra, a)
+		}
+	}
 	f.mu.Lock()
 	f.ks = ks
+	f.nodes.Store(&nodes)
 	f.mu.Unlock()
 	f.auxMu.Lock()
-	f.restoredAux = aux
+	f.restoredAux = extra
 	f.auxMu.Unlock()
 	f.storeApplied(ks.index, true)
 	f.log.Info("restored snapshot", "keys", ks.Len(), "index", ks.index, "term", ks.term)

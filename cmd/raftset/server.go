@@ -40,7 +40,10 @@ type node struct {
 	shutdown chan struct{}
 }
 
-// serve runs a node until SIGINT, SIGTERM or the SHUTDOWN command.
+// serve runs a node until SIGINT, SIGTERM or the SHUTDOWN command, or until
+// the node cannot apply the log any more (an entry written by a newer
+// raftset, or corrupt), which is an error: the process exits non-zero
+// rather than serve a state that no longer follows the cluster.
 func serve(cfg *Config, logOut io.Writer) error {
 	n, err := start(cfg, logOut)
 	if err != nil {
@@ -59,6 +62,11 @@ func serve(cfg *Config, logOut io.Writer) error {
 		if err != nil && !errors.Is(err, resp.ErrServerClosed) {
 			n.log.Error("RESP server stopped", "error", err)
 		}
+	case <-n.raft.Fatal():
+		fatal := n.raft.FatalErr()
+		n.log.Error("shutting down: this node cannot apply the replicated log", "error", fatal)
+		_ = n.close()
+		return fatal
 	}
 	return n.close()
 }

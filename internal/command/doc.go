@@ -3,18 +3,22 @@
 // positions), the log-entry format that carries client writes through Raft,
 // and the RESP2 reply encoders that every layer uses.
 //
-// A log entry is a versioned binary batch (group commit: one entry carries the
-// writes of many clients):
+// A log entry is versioned and typed. A batch (group commit: one entry
+// carries the writes of many clients) and a node's client address:
 //
-//	entry   := version:1 type:1 nowMs:uvarint count:uvarint op*
+//	entry   := version:1 type:1 body
+//	batch   := (type 0x01) nowMs:uvarint count:uvarint op*
+//	node    := (type 0x82) len:uvarint id len:uvarint addr
 //	op      := 0x00 command | 0x01 tx | 0x02 reply
 //	command := argc:uvarint (len:uvarint bytes)*
 //	tx      := nwatch:uvarint (key exists:1 stamp:uvarint)* count:uvarint op*
 //	reply   := len:uvarint bytes            (a reply decided before proposing)
 //
 // nowMs is the proposing leader's clock: the only clock the state machine
-// reads. A type byte with the 0x80 bit set marks an entry that an older binary
-// may ignore; any other unknown type is a fatal decode error.
+// reads. A type byte with the 0x80 bit set (IgnoreIfUnknown) marks an entry
+// that an older binary may skip; any other unknown type, and a version above
+// Version, is a decode error (DecodeError says which), on which the state
+// machine stops.
 //
 // Replies are RESP2 wire bytes. raftset answers HELLO 3 with -NOPROTO, so
 // every reply has exactly one form, and a follower relays the leader's reply

@@ -6,7 +6,10 @@ import (
 	"fmt"
 )
 
-// Version is the log-entry format version this binary writes.
+// Version is the log-entry format version this binary writes, and the
+// highest it reads. A change that an older binary would misread bumps it; a
+// new entry type that older binaries may safely skip does not (it sets
+// IgnoreIfUnknown instead).
 const Version = 1
 
 // EntryType is the second byte of a log entry.
@@ -15,7 +18,12 @@ type EntryType byte
 const (
 	// TypeBatch carries client writes (and leader-proposed expiry deletes).
 	TypeBatch EntryType = 1
-	// IgnoreIfUnknown marks a type that an older binary may skip.
+	// TypeNode publishes a node's client address (Entry.Node). It is
+	// ignorable: a binary that predates it skips it and only lacks the
+	// address, which is not part of the data.
+	TypeNode = IgnoreIfUnknown | 2
+	// IgnoreIfUnknown marks a type that an older binary may skip. A binary
+	// that meets an unknown type without it cannot apply the entry.
 	IgnoreIfUnknown EntryType = 0x80
 )
 
@@ -56,22 +64,71 @@ type Watch struct {
 	Stamp  uint64
 }
 
-// Entry is a decoded log entry.
+// Entry is a decoded log entry: a TypeBatch entry has NowMs and Ops, a
+// TypeNode entry Node.
 type Entry struct {
 	Type  EntryType
 	NowMs int64 // the proposing leader's clock, Unix ms
 	Ops   []Op
+	Node  *NodeAddr
 }
 
-// ErrDecode is wrapped by every decoding error.
+// NodeAddr is a node's client address as the log carries it.
+type NodeAddr struct {
+	ID   string
+	Addr string
+}
+
+// LegacyNodeCommand is how node addresses travelled before TypeNode: as the
+// command op "raftset.node <id> <addr>" inside a batch, which the state
+// machine answered as an unknown command. Logs and snapshots written then
+// still hold such ops, so the state machine must keep reading them.
+const LegacyNodeCommand = "raftset.node"
+
+// LegacyNode reports whether op is a LegacyNodeCommand op, and its address.
+func (op *Op) LegacyNode() (NodeAddr, bool) {
+	if op.Kind != OpCommand || len(op.Args) != 3 || string(op.Args[0]) != LegacyNodeCommand {
+		return NodeAddr{}, false
+	}
+	return NodeAddr{ID: string(op.Args[1]), Addr: string(op.Args[2])}, true
+}
+
+// ErrDecode is wrapped by every decoding error (a *DecodeError).
 var ErrDecode = errors.New("command: malformed log entry")
+
+// DecodeError says why an entry does not decode, telling an entry written
+// by a newer raftset (which an upgrade of this binary can apply) from a
+// corrupt one (which no binary can).
+type DecodeError struct {
+	Version byte // the entry's format version: its first byte, 0 if it has none
+	// Newer is set when Version is above the highest this binary reads.
+	Newer bool
+	// Reason says what is wrong with an entry of a known version.
+	Reason string
+}
+
+func (e *DecodeError) Error() string {
+	if e.Newer {
+		return fmt.Sprintf("entry written by a newer raftset (format version %d, this binary reads up to %d)", e.Version, Version)
+	}
+	return fmt.Sprintf("corrupt entry (format version %d): %s", e.Version, e.Reason)
+}
+
+// Unwrap makes every DecodeError an ErrDecode.
+func (e *DecodeError) Unwrap() error { return ErrDecode }
 
 // Cmd returns an OpCommand op for the arguments.
 func Cmd(args ...[]byte) Op { return Op{Kind: OpCommand, Args: args} }
 
-// Encode appends the entry's encoding to dst.
+// Encode appends the entry's encoding to dst: the version and type bytes,
+// then for TypeBatch the clock and the ops, for TypeNode the id and the
+// address.
 func (e *Entry) Encode(dst []byte) []byte {
 	dst = append(dst, Version, byte(e.Type))
+	if e.Type == TypeNode {
+		dst = appendBytes(dst, []byte(e.Node.ID))
+		return appendBytes(dst, []byte(e.Node.Addr))
+	}
 	dst = binary.AppendUvarint(dst, uint64(e.NowMs))
 	return appendOps(dst, e.Ops)
 }
@@ -118,29 +175,46 @@ func appendBytes(dst, b []byte) []byte {
 }
 
 // Decode parses a log entry. Arguments alias b. An entry of an unknown type
-// with the IgnoreIfUnknown bit decodes to an Entry with no ops.
+// with the IgnoreIfUnknown bit decodes to an Entry with no ops. Errors are
+// *DecodeError.
 func Decode(b []byte) (*Entry, error) {
 	d := decoder{b: b}
-	if len(b) < 2 {
-		return nil, fmt.Errorf("entry of %d bytes: %w", len(b), ErrDecode)
+	if len(b) > 0 {
+		d.version = b[0]
 	}
-	if b[0] != Version {
-		return nil, fmt.Errorf("entry version %d: %w", b[0], ErrDecode)
+	switch {
+	case len(b) > 0 && b[0] > Version:
+		return nil, &DecodeError{Version: b[0], Newer: true}
+	case len(b) < 2:
+		d.fail(fmt.Sprintf("entry of %d bytes", len(b)))
+		return nil, d.err
+	case b[0] != Version:
+		d.fail("unknown format version")
+		return nil, d.err
 	}
 	e := &Entry{Type: EntryType(b[1])}
 	d.off = 2
-	if e.Type != TypeBatch {
+	switch e.Type {
+	case TypeBatch:
+		now := d.uvarint()
+		if now > 1<<62 {
+			d.fail("clock")
+		}
+		e.NowMs = int64(now)
+		e.Ops = d.ops(0)
+	case TypeNode:
+		id, addr := d.bytes(), d.bytes()
+		e.Node = &NodeAddr{ID: string(id), Addr: string(addr)}
+	default:
 		if e.Type&IgnoreIfUnknown != 0 {
 			return e, nil
 		}
-		return nil, fmt.Errorf("entry type %d: %w", e.Type, ErrDecode)
+		// Without the bit, only a newer binary could have meant it; but
+		// such a binary must also have raised the version, so this one is
+		// damaged.
+		d.fail(fmt.Sprintf("unknown entry type %d", e.Type))
+		return nil, d.err
 	}
-	now := d.uvarint()
-	if now > 1<<62 {
-		d.fail("clock")
-	}
-	e.NowMs = int64(now)
-	e.Ops = d.ops(0)
 	if d.err == nil && d.off != len(b) {
 		d.fail("trailing bytes")
 	}
@@ -151,14 +225,15 @@ func Decode(b []byte) (*Entry, error) {
 }
 
 type decoder struct {
-	b   []byte
-	off int
-	err error
+	b       []byte
+	off     int
+	version byte
+	err     error
 }
 
 func (d *decoder) fail(what string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%s at offset %d: %w", what, d.off, ErrDecode)
+		d.err = &DecodeError{Version: d.version, Reason: fmt.Sprintf("%s at offset %d", what, d.off)}
 	}
 }
 
