@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"raftset/internal/command"
+	"raftset/internal/testutil"
 )
 
 // testCluster is a set of in-memory nodes on connected InmemTransports.
@@ -65,7 +66,7 @@ func (c *testCluster) leader(t *testing.T, exclude ...int) int {
 		skip[e] = true
 	}
 	at := -1
-	waitFor(t, "a single leader", 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "a single leader", func() bool {
 		at = -1
 		for i, n := range c.nodes {
 			if skip[i] || !n.IsLeader() {
@@ -78,6 +79,7 @@ func (c *testCluster) leader(t *testing.T, exclude ...int) int {
 		}
 		return at >= 0
 	})
+
 	return at
 }
 
@@ -109,9 +111,10 @@ func TestThreeNodeReplication(t *testing.T) {
 		if i == l {
 			continue
 		}
-		waitFor(t, "replication to "+n.ID(), 5*time.Second, func() bool {
+		testutil.WaitFor(t, 5*time.Second, "replication to "+n.ID(), func() bool {
 			return string(n.Read(ctx, args("scard", "s"), true)) == ":20\r\n"
 		})
+
 		got := n.Write(ctx, []command.Op{cmd("sadd", "s", "x")})
 		if !strings.HasPrefix(string(got[0]), "-TRYAGAIN") || !strings.Contains(string(got[0]), leader.ID()) {
 			t.Errorf("follower %s Write = %q, want -TRYAGAIN naming leader %s", n.ID(), got[0], leader.ID())
@@ -142,7 +145,7 @@ func TestThreeNodeReplication(t *testing.T) {
 		t.Fatalf("CONFIG SET = %q", got)
 	}
 	for _, f := range c.fsms {
-		waitFor(t, "replicated config", 5*time.Second, func() bool { return f.Limits().MaxListpackEntries == 7 })
+		testutil.WaitFor(t, 5*time.Second, "replicated config", func() bool { return f.Limits().MaxListpackEntries == 7 })
 	}
 }
 

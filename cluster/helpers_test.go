@@ -21,14 +21,6 @@ import (
 	"raftset/internal/testutil"
 )
 
-// waitFor is testutil.WaitFor with the argument order this package's
-// tests were written in.
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	testutil.WaitFor(t, timeout, what, cond)
-}
-
-// fastConfig returns an in-memory single-node config with short timers.
 func fastConfig(t testing.TB, id string) Config {
 	cfg := DefaultConfig()
 	cfg.NodeID = id
@@ -52,7 +44,7 @@ func mustNode(t testing.TB, cfg Config, f stateMachine, lead bool) *Node {
 	}
 	t.Cleanup(func() { n.Close() })
 	if lead {
-		waitFor(t, "leadership", 5*time.Second, n.IsLeader)
+		testutil.WaitFor(t, 5*time.Second, "leadership", n.IsLeader)
 	}
 	return n
 }

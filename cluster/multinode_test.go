@@ -14,6 +14,7 @@ import (
 
 	"raftset/fsm"
 	"raftset/internal/command"
+	"raftset/internal/testutil"
 	"raftset/resp"
 )
 
@@ -158,7 +159,7 @@ func (m *member) stop() {
 func (c *servedCluster) leader() *member {
 	c.t.Helper()
 	var l *member
-	waitFor(c.t, "an agreed leader with a known client address", 10*time.Second, func() bool {
+	testutil.WaitFor(c.t, 10*time.Second, "an agreed leader with a known client address", func() bool {
 		l = nil
 		var lid string
 		for _, m := range c.members {
@@ -178,6 +179,7 @@ func (c *servedCluster) leader() *member {
 		}
 		return l != nil
 	})
+
 	return l
 }
 
@@ -185,7 +187,7 @@ func (c *servedCluster) leader() *member {
 // member's client address.
 func (c *servedCluster) published() {
 	c.t.Helper()
-	waitFor(c.t, "every client address published everywhere", 10*time.Second, func() bool {
+	testutil.WaitFor(c.t, 10*time.Second, "every client address published everywhere", func() bool {
 		for _, m := range c.members {
 			for _, o := range c.members {
 				if m.srv != nil && o.srv != nil && m.node.ClientAddr(o.id) != o.cfg.ClientAddr {
@@ -195,6 +197,7 @@ func (c *servedCluster) published() {
 		}
 		return true
 	})
+
 }
 
 func (c *servedCluster) followers(l *member) []*member {
@@ -214,9 +217,10 @@ func (c *servedCluster) converged(l *member) string {
 	ctx := context.Background()
 	want := string(l.node.Admin(ctx, args("debug", "digest")))
 	for _, m := range c.followers(l) {
-		waitFor(c.t, m.id+" to converge", 10*time.Second, func() bool {
+		testutil.WaitFor(c.t, 10*time.Second, m.id+" to converge", func() bool {
 			return string(m.node.Read(ctx, args("debug", "digest"), true)) == want
 		})
+
 	}
 	return want
 }
@@ -295,9 +299,10 @@ func TestRoleInfoAndSentinel(t *testing.T) {
 	host, port, _ := net.SplitHostPort(l.cfg.ClientAddr)
 	for _, m := range c.members {
 		want := command.AppendBulkString(command.AppendBulkString(command.AppendArray(nil, 2), host), port)
-		waitFor(t, "SENTINEL on "+m.id, 5*time.Second, func() bool {
+		testutil.WaitFor(t, 5*time.Second, "SENTINEL on "+m.id, func() bool {
 			return string(m.node.Admin(ctx, args("sentinel", "get-master-addr-by-name", "any"))) == string(want)
 		})
+
 		if got := string(m.node.Admin(ctx, args("sentinel", "sentinels", "any"))); got != "*0\r\n" {
 			t.Errorf("SENTINEL sentinels = %q", got)
 		}
@@ -314,7 +319,7 @@ func TestRoleInfoAndSentinel(t *testing.T) {
 			t.Errorf("follower master_port = %q, want %s", got, port)
 		}
 	}
-	waitFor(t, "every client address in the leader's ROLE", 5*time.Second, func() bool {
+	testutil.WaitFor(t, 5*time.Second, "every client address in the leader's ROLE", func() bool {
 		role := string(l.node.Admin(ctx, args("role")))
 		for _, f := range c.followers(l) {
 			_, p, _ := net.SplitHostPort(f.cfg.ClientAddr)
@@ -324,6 +329,7 @@ func TestRoleInfoAndSentinel(t *testing.T) {
 		}
 		return true
 	})
+
 	info := string(c.followers(l)[0].node.Admin(ctx, args("raft.info")))
 	for _, want := range []string{"role:follower", "leader_id:" + l.id, "suffrage=voter", "client_addr=" + l.cfg.ClientAddr} {
 		if !strings.Contains(info, want) {
@@ -356,10 +362,11 @@ func TestJoinPromoteRemove(t *testing.T) {
 	cfg.Bootstrap = false
 	cfg.Join = via.cfg.ClientAddr
 	n4 := c.start(cfg)
-	waitFor(t, "n4 promoted to voter", 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "n4 promoted to voter", func() bool {
 		s, ok := l.node.server("n4")
 		return ok && s.Suffrage == raft.Voter
 	})
+
 	// A membership change can cost an election on a loaded machine: replies
 	// that say the command certainly did not run (-TRYAGAIN) are retried.
 	if got := untilNotTryAgain(t, func() string { return string(n4.node.Read(ctx, args("smembers", "s"), false)) }); got != "*1\r\n$6\r\nbefore\r\n" {
@@ -391,10 +398,11 @@ func TestJoinPromoteRemove(t *testing.T) {
 	cfg5.Bootstrap = false
 	cfg5.Join = l.cfg.ClientAddr
 	n4b := c.start(cfg5)
-	waitFor(t, "n4 rejoined as voter", 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "n4 rejoined as voter", func() bool {
 		s, ok := l.node.server("n4")
 		return ok && s.Suffrage == raft.Voter
 	})
+
 	if got := string(n4b.node.Read(ctx, args("smembers", "s"), false)); !strings.Contains(got, "from-n4") {
 		t.Errorf("rejoined n4 SMEMBERS = %q", got)
 	}
@@ -461,9 +469,10 @@ func TestSnapshotInstallOnLaggingFollower(t *testing.T) {
 	c.converged(l)
 	// Raft records the installed snapshot just after the state machine
 	// restored it.
-	waitFor(t, "the installed snapshot in "+lag.id+"'s Raft stats", 5*time.Second, func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the installed snapshot in "+lag.id+"'s Raft stats", func() bool {
 		return lag.node.raft.Stats()["last_snapshot_index"] != "0"
 	})
+
 	// The node metadata came with the snapshot.
 	for _, m := range c.members {
 		if got := lag.node.ClientAddr(m.id); got != m.cfg.ClientAddr {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"raftset/internal/command"
+	"raftset/internal/testutil"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -266,7 +267,7 @@ func TestActiveExpiry(t *testing.T) {
 		n.Write(ctx, []command.Op{cmd("sadd", k, "m"), cmd("pexpireat", k, "1")})
 	}
 	n.Write(ctx, []command.Op{cmd("sadd", "keep", "m")})
-	waitFor(t, "active expiry", 5*time.Second, func() bool {
+	testutil.WaitFor(t, 5*time.Second, "active expiry", func() bool {
 		keys, _ := f.KeyspaceCounts()
 		return keys == 1 && n.st.expired.Load() >= 50
 	})
@@ -327,7 +328,7 @@ func TestAdmin(t *testing.T) {
 	if got := string(n.Admin(ctx, args("bgsave"))); got != "+Background saving started\r\n" && !strings.HasPrefix(got, "-ERR Background save already") {
 		t.Errorf("BGSAVE = %q", got)
 	}
-	waitFor(t, "bgsave to finish", 5*time.Second, func() bool { return !n.bgsave.Load() })
+	testutil.WaitFor(t, 5*time.Second, "bgsave to finish", func() bool { return !n.bgsave.Load() })
 }
 
 func TestInfo(t *testing.T) {
@@ -578,7 +579,7 @@ func TestCloseUnderLoadKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	wg.Wait() // every writer got an answer
-	waitFor(t, "the node's goroutines to stop", 5*time.Second, func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the node's goroutines to stop", func() bool {
 		return runtime.NumGoroutine() <= before+2
 	})
 

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"raftset/fsm"
+	"raftset/internal/testutil"
 )
 
 // newNode starts a member's node on f, wrapped by c.wrap when set.
@@ -96,14 +97,15 @@ func TestPromotionWaitsForCatchUp(t *testing.T) {
 		return sum
 	}
 	refused := refusals()
-	waitFor(t, "the leader to refuse n4's promotion twice", 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the leader to refuse n4's promotion twice", func() bool {
 		return refusals() >= refused+2
 	})
+
 	if s := suffrage(); s != "nonvoter" {
 		t.Fatalf("n4 suffrage while %d entries behind = %q, want nonvoter", l.node.fsm.AppliedIndex()-n4.fsm.AppliedIndex(), s)
 	}
 	openGate()
-	waitFor(t, "n4 promoted once caught up", 10*time.Second, func() bool { return suffrage() == "voter" })
+	testutil.WaitFor(t, 10*time.Second, "n4 promoted once caught up", func() bool { return suffrage() == "voter" })
 	if behind := int64(l.node.fsm.AppliedIndex()) - int64(n4.fsm.AppliedIndex()); behind > lag+10 {
 		t.Errorf("n4 is %d entries behind right after its promotion", behind)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"raftset/fsm"
 	"raftset/internal/command"
+	"raftset/internal/testutil"
 )
 
 // Tests on the real state machine: the node and package fsm together.
@@ -22,7 +23,7 @@ func mustRealNode(t *testing.T, cfg Config) (*Node, *fsm.FSM) {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { n.Close() })
-	waitFor(t, "leadership", 5*time.Second, n.IsLeader)
+	testutil.WaitFor(t, 5*time.Second, "leadership", n.IsLeader)
 	return n, f
 }
 
@@ -107,10 +108,11 @@ func TestRealFSMActiveExpiry(t *testing.T) {
 		n.Write(ctx, []command.Op{cmd("SADD", k, "m"), cmd("PEXPIRE", k, "1")})
 	}
 	n.Write(ctx, []command.Op{cmd("SADD", "live", "m")})
-	waitFor(t, "active expiry", 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "active expiry", func() bool {
 		keys, _ := f.KeyspaceCounts()
 		return keys == 1
 	})
+
 	if got := string(n.Read(ctx, args("DBSIZE"), false)); got != ":1\r\n" {
 		t.Errorf("DBSIZE = %q, want :1", got)
 	}
@@ -125,9 +127,10 @@ func TestRealFSMReplicasAgree(t *testing.T) {
 	}
 	want := digest(t, l)
 	for _, n := range c.nodes {
-		waitFor(t, "replica "+n.ID()+" to catch up", 5*time.Second, func() bool {
+		testutil.WaitFor(t, 5*time.Second, "replica "+n.ID()+" to catch up", func() bool {
 			return string(n.Read(ctx, args("debug", "digest"), true)) == want
 		})
+
 	}
 }
 

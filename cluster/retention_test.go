@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"raftset/internal/command"
+	"raftset/internal/testutil"
 )
 
 // The log is snapshotted and trimmed by its size in bytes, though the entry
@@ -26,10 +27,11 @@ func TestLogRetentionBySize(t *testing.T) {
 			t.Fatalf("write %d: %q", i, got[0])
 		}
 	}
-	waitFor(t, "a snapshot for the log's size", 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "a snapshot for the log's size", func() bool {
 		first, _ := n.logs.FirstIndex()
 		return n.lastSnapshotIndex() > 0 && first > 1
 	})
+
 	// Raft compacts up to the snapshot's index minus TrailingLogs, which the
 	// node set to about 64 KiB of ~520-byte entries: about 125.
 	first, _ := n.logs.FirstIndex()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"raftset/internal/testutil"
 )
 
 // After a leadership transfer every node publishes +switch-master with the
@@ -73,7 +75,7 @@ func TestSwitchMasterAfterTransfer(t *testing.T) {
 	if want := "raftset " + lhost + " " + lport + " " + thost + " " + tport; msg.Channel != "+switch-master" || msg.Payload != want {
 		t.Errorf("message = %q on %q, want %q", msg.Payload, msg.Channel, want)
 	}
-	waitFor(t, "the failover client to follow the new leader", 10*time.Second, func() bool { return role() == "master" })
+	testutil.WaitFor(t, 10*time.Second, "the failover client to follow the new leader", func() bool { return role() == "master" })
 	if err := rdb.SAdd(ctx, "s", "after").Err(); err != nil {
 		t.Errorf("SADD after the switch: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"raftset/internal/command"
+	"raftset/internal/testutil"
 )
 
 // Config.ClockOffset shifts the leader's entry time (deadlines of relative
@@ -71,7 +72,7 @@ func TestAckBeforeCommitAcknowledgesWritesThatAreLost(t *testing.T) {
 				t.Fatalf("SADD on the cut-off leader without the switch = %q, want an error", got)
 			}
 			var nl *member
-			waitFor(t, "a new leader among the followers", 10*time.Second, func() bool {
+			testutil.WaitFor(t, 10*time.Second, "a new leader among the followers", func() bool {
 				for _, f := range fs {
 					if f.node.IsLeader() {
 						nl = f
@@ -79,6 +80,7 @@ func TestAckBeforeCommitAcknowledgesWritesThatAreLost(t *testing.T) {
 				}
 				return nl != nil
 			})
+
 			if got := string(nl.node.Read(context.Background(), args("sismember", "s", "cut-off"), false)); got != ":0\r\n" {
 				t.Errorf("the new leader has the cut-off write: SISMEMBER = %q", got)
 			}

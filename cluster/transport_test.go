@@ -15,6 +15,7 @@ import (
 	"raftset/fsm"
 	"raftset/internal/certgen"
 	"raftset/internal/command"
+	"raftset/internal/testutil"
 	"raftset/internal/tlsconf"
 )
 
@@ -107,7 +108,7 @@ func forgeAll(t *testing.T, n *Node) {
 	if _, err := f.appendEntries(n, before+1, []byte{0xde, 0xad, 0xbe, 0xef}); err == nil {
 		t.Error("a non-member's undecodable entry got an answer")
 	}
-	waitFor(t, "the refusals to be counted", 5*time.Second, func() bool { return n.RaftRefused() >= 3 })
+	testutil.WaitFor(t, 5*time.Second, "the refusals to be counted", func() bool { return n.RaftRefused() >= 3 })
 	assertUntouched(t, n, before)
 }
 
@@ -181,9 +182,10 @@ func TestWithoutCredentialsLoopbackIsTheBoundary(t *testing.T) {
 	if got := term(n); got != before+1 {
 		t.Fatalf("term %d after a forged leader at %d", got, before+1)
 	}
-	waitFor(t, "the forged SADD to be applied", 5*time.Second, func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the forged SADD to be applied", func() bool {
 		return string(n.Read(context.Background(), args("smembers", "owned"), true)) == "*1\r\n$9\r\nby-append\r\n"
 	})
+
 }
 
 func TestProtectedModeRefusesAnOpenRaftPort(t *testing.T) {
