@@ -73,7 +73,7 @@
 // A Raft leader observer: when the leader changes (not when a node first
 // learns of one), the node publishes "+switch-master <name> <old-ip>
 // <old-port> <new-ip> <new-port>" through the front end's PUBLISH
-// (resp.EventSource), for every master name Sentinel queries used on it
+// (resp.Server.Publish), for every master name Sentinel queries used on it
 // and Config.MasterName.
 //
 // # Expiry (expire.go)

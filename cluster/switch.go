@@ -36,7 +36,7 @@ type switchNotices struct {
 	names   []string // master names asked about, oldest first
 }
 
-// SetPublish is given the front end's PUBLISH (resp.EventSource).
+// SetPublish is given the front end's PUBLISH (cmd/raftset wires resp.Server.Publish).
 func (n *Node) SetPublish(publish func(channel string, message []byte) int) {
 	n.sw.publish.Store(&publish)
 }

@@ -12,7 +12,7 @@ import (
 // PUNSUBSCRIBE, PUBLISH, and PING in subscribed mode, with Redis's reply
 // shapes. It exists so that Sentinel-aware clients (go-redis's failover
 // client) hear "+switch-master" when the Raft leader changes (the store
-// publishes it through EventSource); PUBLISH reaches only the subscribers
+// publishes it through Server.Publish, which cmd/raftset hands the node); PUBLISH reaches only the subscribers
 // of the node it is sent to.
 //
 // Messages are written to a subscriber's socket by the publishing
@@ -68,13 +68,6 @@ func (r *registry) remove(m map[string]map[*client]struct{}, name string, c *cli
 		}
 	}
 	r.mu.Unlock()
-}
-
-// EventSource is an optional Store extension: a store with events for
-// clients (the cluster's "+switch-master" on a leader change) is given the
-// server's Publish when the server is made.
-type EventSource interface {
-	SetPublish(publish func(channel string, message []byte) int)
 }
 
 // Publish sends message to this server's subscribers of channel (and of

@@ -152,9 +152,6 @@ func NewServer(cfg Config, store Store) *Server {
 		started: time.Now(),
 		runID:   newRunID(),
 	}
-	if es, ok := store.(EventSource); ok {
-		es.SetPublish(s.Publish)
-	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.setPass(cfg.RequirePass)
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)

@@ -167,6 +167,9 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 			}
 		},
 	}, store{rn})
+	// The node's events for clients (+switch-master on a leader change) go
+	// out through the front end's PUBLISH.
+	rn.SetPublish(srv.Publish)
 	if cfg.PprofAddr != "" {
 		go func() {
 			// net/http/pprof registers on the default mux.
