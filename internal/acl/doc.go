@@ -32,8 +32,11 @@
 //     a channel"; ACL DRYRUN names the key or channel. ACL LOG entries have
 //     7.2's ten fields (entry-id, timestamp-created, timestamp-last-updated).
 //   - A user created without sanitize-payload rules shows no such flag, as
-//     in 7.0 (7.2 shows sanitize-payload on every user).
+//     in 7.0 (newer Redis creates every user with sanitize-payload set);
+//     raftset has no RESTORE, so the flag only round-trips.
 //
-// Not supported: selectors ("(...)" rules are refused), ACL GENPASS's
-// reply is random as in Redis and so is not replicated.
+// Not supported: selectors ("(...)" rules are refused with "Selectors are
+// not supported"). Refused where Redis accepts something it cannot describe
+// back: a bare "%" key rule, and a +cmd|first-arg with spaces. ACL GENPASS
+// is random, as in Redis: run it locally, never through the log.
 package acl
