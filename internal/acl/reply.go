@@ -100,7 +100,7 @@ const NoFileError = "ERR This Redis instance is not configured to use an ACL fil
 // handles them itself with LoadFile and FormatFile.
 func (r *Registry) Exec(dst []byte, args [][]byte, s Session) []byte {
 	if len(args) < 2 {
-		return appendError(dst, "ERR wrong number of arguments for '"+strings.ToLower(string(args[0]))+"' command")
+		return appendError(dst, "ERR wrong number of arguments for 'acl' command")
 	}
 	sub := strings.ToLower(string(args[1]))
 	arity, known := aclArity[sub]
