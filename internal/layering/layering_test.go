@@ -92,6 +92,11 @@ var rules = []rule{
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/go-hclog"},
 		notDeps: []string{"raftset/fsm", "raftset/cluster", "raftset/resp"}},
 	{pkg: "internal/tlsconf"},
+	// ACL users and rules: applied by the state machine on every replica,
+	// checked by the front end, so it knows neither.
+	{pkg: "internal/acl",
+		notStd:  []string{"net", "net/...", "os", "os/...", "syscall", "log", "log/..."},
+		notDeps: append([]string{"raftset/cluster", "raftset/resp", "raftset/fsm"}, raftPkgs...)},
 	{pkg: "internal/certgen"},
 	{pkg: "internal/testutil",
 		may: []string{"internal/respwire"},
