@@ -86,6 +86,12 @@ func raftsetBinary(t *testing.T) string {
 // each start of it.
 const startMarker = "=== harness: start #"
 
+// jepsenClusterSecret is every node's cluster-secret: the Raft port then
+// admits only peers that prove it (and a node on a namespace address, not
+// loopback, refuses to serve an unauthenticated Raft port at all), so every
+// row also runs the peer handshake.
+const jepsenClusterSecret = "jepsen cluster secret"
+
 type procNode struct {
 	id, addr, raftAddr, dir, logPath string
 	args                             []string // without --peers / --join
@@ -160,7 +166,7 @@ func newProcClusterWith(t *testing.T, o clusterOpts, logDir string) *procCluster
 		host, port, _ := net.SplitHostPort(n.addr)
 		n.args = append([]string{"--node-id", n.id, "--bind", host, "--port", port,
 			"--raft-addr", n.raftAddr, "--advertise-addr", n.addr, "--raft-advertise-addr", n.raftAddr,
-			"--dir", n.dir, "--loglevel", "info"}, c.extra...)
+			"--dir", n.dir, "--loglevel", "info", "--cluster-secret", jepsenClusterSecret}, c.extra...)
 	}
 	return c
 }
