@@ -2,6 +2,7 @@ package resp
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -51,6 +52,10 @@ type client struct {
 	node   bool // RAFTSET.AUTH succeeded: internal commands are allowed
 	stale  bool // READONLY: reads skip the consistency barrier
 	quit   bool
+
+	// guarded: protected mode let this non-loopback connection in only to
+	// prove it is a node (limits.go); anything else is refused.
+	guarded bool
 
 	inMulti bool
 	dirty   bool // a command was refused while queueing: EXEC aborts
@@ -152,6 +157,10 @@ func (c *client) handle(args [][]byte) {
 		return
 	}
 	c.ncmds++
+	if c.guarded && !c.node && !strings.EqualFold(string(args[0]), nodeAuthCommand) {
+		c.deny()
+		return
+	}
 	s := c.s
 	spec := s.table.Lookup(args[0])
 	if spec == nil || (spec.Has(command.Internal) && !c.node && spec.Name != nodeAuthCommand) {

@@ -272,6 +272,7 @@ func (l *frameListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.s.setKeepAlive(c)
 	return newFrameConn(c, l.s), nil
 }
 
