@@ -157,6 +157,9 @@ func (c *client) handle(args [][]byte) {
 		return
 	}
 	c.ncmds++
+	if len(c.fc.bigs) > 0 {
+		c.fc.takeBigArgs(args)
+	}
 	if c.guarded && !c.node && !strings.EqualFold(string(args[0]), nodeAuthCommand) {
 		c.deny()
 		return
