@@ -56,6 +56,12 @@ type client struct {
 	// guarded: protected mode let this non-loopback connection in only to
 	// prove it is a node (limits.go); anything else is refused.
 	guarded bool
+	// obuf is the reply bytes of this batch waiting in redcon's buffer, and
+	// obufSince when they first reached the normal class's soft limit;
+	// dropped is set once they passed client-output-buffer-limit.
+	obuf      int64
+	obufSince int64
+	dropped   bool
 
 	inMulti bool
 	dirty   bool // a command was refused while queueing: EXEC aborts
@@ -124,6 +130,7 @@ func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	rest := rc.ReadPipeline()
+	c.obuf = 0 // redcon wrote the last batch's replies before reading this one
 	c.handle(cmd.Args)
 	for i := 0; i < len(rest) && !c.quit; i++ {
 		c.handle(rest[i].Args)
@@ -229,10 +236,17 @@ func (c *client) reply(b []byte) {
 }
 
 func (c *client) write(b []byte) {
+	if c.dropped {
+		return
+	}
 	if len(b) > 0 && b[0] == '-' {
 		c.nerrs++
 	}
 	c.rc.WriteRaw(b)
+	if !c.fc.pushing.Load() {
+		c.obuf += int64(len(b))
+		c.checkOutputLimit()
+	}
 }
 
 // pendWrite adds a write to the pending Store.Write call.

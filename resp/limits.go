@@ -324,3 +324,27 @@ func (c *client) authFailed(user []byte, reason string) {
 	}
 	c.s.lim.authLog.failed(c.addr, strconv.Quote(string(user)), reason)
 }
+
+// outputLimitReached logs a client dropped for its output buffer, in
+// Redis's words.
+func (s *Server) outputLimitReached(c *client) {
+	s.lim.obufDrops.Add(1)
+	var info []byte
+	if c != nil {
+		info = c.infoLine(nil)
+	}
+	s.log.Warn("Client " + string(info) + " scheduled to be closed ASAP for overcoming of output buffer limits.")
+}
+
+// checkOutputLimit applies client-output-buffer-limit's normal class to the
+// replies of the batch being answered: past it, the connection is closed
+// without them, and the rest of the batch is not run.
+func (c *client) checkOutputLimit() {
+	l := c.s.lim.obuf.Load().Normal
+	if (l.Hard == 0 && l.Soft == 0) || !l.over(c.obuf, &c.obufSince, c.s.now.Load()) {
+		return
+	}
+	c.dropped, c.quit = true, true
+	c.s.outputLimitReached(c)
+	_ = c.fc.Conn.Close() // redcon's flush fails and the connection ends
+}
