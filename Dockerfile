@@ -13,6 +13,11 @@ ENV RAFTSET_HEALTH_ADDR=127.0.0.1:6379
 HEALTHCHECK --interval=5s --timeout=3s --start-period=15s --retries=3 \
   CMD ["/raftset", "healthcheck"]
 ENTRYPOINT ["/raftset"]
-# A single node reachable from outside the container; docker-compose.yml
-# replaces this with a 3-node cluster's flags.
+# A single node listening on every interface of the container; docker-compose.yml
+# replaces this with a 3-node cluster's flags. Without a password, protected
+# mode (on by default) refuses every client not on the container's loopback
+# with Redis's -DENIED error, so the port is never open to anyone: add
+# --requirepass to serve clients from outside (or --protected-mode no on a
+# network you trust). The healthcheck probes loopback and needs no password;
+# give it RAFTSET_HEALTH_PASSWORD once one is set.
 CMD ["--bind", "0.0.0.0", "--port", "6379", "--dir", "/data"]

@@ -10,6 +10,7 @@
 # client. Always removes its containers, network and volumes (down -v).
 #
 # Environment: RAFTSET_N1_PORT..RAFTSET_N3_PORT (default: free ports),
+# RAFTSET_PASSWORD (the cluster's requirepass; default as docker-compose.yml),
 # KEEP=1 leaves the cluster running on failure for a look, RESP_CLIENT=bash
 # uses the /dev/tcp client even when redis-cli is installed.
 set -euo pipefail
@@ -78,10 +79,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+export RAFTSET_PASSWORD=${RAFTSET_PASSWORD:-raftset}
+
 # cli PORT ARGS...: one command, its reply on stdout like redis-cli --raw
 # (error replies as "ERR ..." / "-ERR ..." text, never a failed exit status).
 if [ "${RESP_CLIENT:-}" != bash ] && command -v redis-cli >/dev/null; then
-  cli() { local p=$1; shift; timeout 10 redis-cli -h 127.0.0.1 -p "$p" --raw "$@" 2>&1 || true; }
+  cli() {
+    local p=$1; shift
+    REDISCLI_AUTH=$RAFTSET_PASSWORD timeout 10 redis-cli -h 127.0.0.1 -p "$p" --raw "$@" 2>&1 || true
+  }
 else
   # A tiny RESP client on bash's /dev/tcp: enough for +, -, :, $ and flat *.
   resp_read() {
@@ -100,12 +106,14 @@ else
     esac
   }
   cli() {
-    local p=$1 a req; shift
+    local p=$1 a req auth; shift
+    auth="*2"$'\r\n'"\$4"$'\r\n'"AUTH"$'\r\n'"\$${#RAFTSET_PASSWORD}"$'\r\n'"$RAFTSET_PASSWORD"$'\r\n'
     req="*$#"$'\r\n'
     for a in "$@"; do req+="\$${#a}"$'\r\n'"$a"$'\r\n'; done
     (
       exec 3<>"/dev/tcp/127.0.0.1/$p" || exit 0
-      printf '%s' "$req" >&3
+      printf '%s%s' "$auth" "$req" >&3
+      resp_read >/dev/null # AUTH's +OK
       resp_read
     ) 2>&1 || true
   }

@@ -273,11 +273,11 @@ func (c *client) cmdAuth(dst []byte, args [][]byte) []byte {
 // text, or "" on success. A failure leaves the connection's state as it was.
 func (c *client) authenticate(user, pass []byte) string {
 	if string(user) != "default" {
-		c.s.log.Debug("authentication failed", "addr", c.addr, "reason", "unknown user")
+		c.authFailed(user, "unknown user")
 		return command.ErrWrongPass
 	}
 	if c.s.authRequired() && !c.s.checkPass(pass) {
-		c.s.log.Debug("authentication failed", "addr", c.addr, "reason", "wrong password")
+		c.authFailed(user, "wrong password")
 		return command.ErrWrongPass
 	}
 	c.authed = true

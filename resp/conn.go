@@ -2,6 +2,7 @@ package resp
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -51,6 +52,16 @@ type client struct {
 	node   bool // RAFTSET.AUTH succeeded: internal commands are allowed
 	stale  bool // READONLY: reads skip the consistency barrier
 	quit   bool
+
+	// guarded: protected mode let this non-loopback connection in only to
+	// prove it is a node (limits.go); anything else is refused.
+	guarded bool
+	// obuf is the reply bytes of this batch waiting in redcon's buffer, and
+	// obufSince when they first reached the normal class's soft limit;
+	// dropped is set once they passed client-output-buffer-limit.
+	obuf      int64
+	obufSince int64
+	dropped   bool
 
 	inMulti bool
 	dirty   bool // a command was refused while queueing: EXEC aborts
@@ -119,6 +130,7 @@ func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	rest := rc.ReadPipeline()
+	c.obuf = 0 // redcon wrote the last batch's replies before reading this one
 	c.handle(cmd.Args)
 	for i := 0; i < len(rest) && !c.quit; i++ {
 		c.handle(rest[i].Args)
@@ -152,6 +164,13 @@ func (c *client) handle(args [][]byte) {
 		return
 	}
 	c.ncmds++
+	if len(c.fc.bigs) > 0 {
+		c.fc.takeBigArgs(args)
+	}
+	if c.guarded && !c.node && !strings.EqualFold(string(args[0]), nodeAuthCommand) {
+		c.deny()
+		return
+	}
 	s := c.s
 	spec := s.table.Lookup(args[0])
 	if spec == nil || (spec.Has(command.Internal) && !c.node && spec.Name != nodeAuthCommand) {
@@ -217,10 +236,17 @@ func (c *client) reply(b []byte) {
 }
 
 func (c *client) write(b []byte) {
+	if c.dropped {
+		return
+	}
 	if len(b) > 0 && b[0] == '-' {
 		c.nerrs++
 	}
 	c.rc.WriteRaw(b)
+	if !c.fc.pushing.Load() {
+		c.obuf += int64(len(b))
+		c.checkOutputLimit()
+	}
 }
 
 // pendWrite adds a write to the pending Store.WriteIndexed call.

@@ -22,6 +22,9 @@ const (
 	unauthMaxBulk      = 16384
 	// DefaultProtoMaxBulkLen is the default proto-max-bulk-len.
 	DefaultProtoMaxBulkLen = 512 * 1024 * 1024
+	// bigArg is the size from which a bulk is read into a buffer of its
+	// own, as Redis does from PROTO_MBULK_BIG_ARG (bigarg.go).
+	bigArg = 32 * 1024
 )
 
 // Protocol error texts, as Redis words them (without the leading "ERR ").
@@ -43,6 +46,10 @@ type frameLimits struct {
 	// stop after each AUTH or HELLO command so that the command is run (and
 	// may authenticate) before the limits are applied to what follows it.
 	unauth bool
+	// bigArg > 0 makes the framer stop right after the header of a bulk of
+	// at least that many bytes (framer.big), so that its data can be read
+	// into a buffer of its own.
+	bigArg int64
 }
 
 // framer states.
@@ -79,6 +86,14 @@ type framer struct {
 	name    [6]byte
 	nameLen int // 0..6; 6 means "longer than any name we look for"
 	nameEnd bool
+	// size is the number of bytes of the current command scanned so far
+	// (the client's query buffer, for client-query-buffer-limit).
+	size int64
+	// done is the size of the largest command completed since it was
+	// last reset: one read may bring a whole command past the limit.
+	done int64
+	// big is set when scan stopped after a big bulk's header (bigArg).
+	big bool
 }
 
 // scan checks b, the next bytes of the stream. It returns how many bytes may
@@ -89,10 +104,12 @@ type framer struct {
 // refused with perr.
 func (f *framer) scan(b []byte, lim frameLimits) (n int, perr string) {
 	frame := 0 // where in b the current command began (0: earlier)
+	f.big = false
 	for i := 0; i < len(b); {
 		switch f.state {
 		case stFrame:
 			frame = i
+			f.size = -int64(i)
 			f.nameLen, f.nameEnd = 0, false
 			if b[i] == '*' {
 				f.state = stCount
@@ -119,6 +136,7 @@ func (f *framer) scan(b []byte, lim frameLimits) (n int, perr string) {
 			}
 			i = end + 1
 			f.state = stFrame
+			f.done = max(f.done, f.size+int64(i))
 			if lim.unauth && f.isAuth() {
 				return i, ""
 			}
@@ -168,6 +186,11 @@ func (f *framer) scan(b []byte, lim frameLimits) (n int, perr string) {
 			if v == 0 {
 				f.state = stDataCR
 			}
+			if lim.bigArg > 0 && v >= lim.bigArg {
+				f.big = true
+				f.size += int64(i)
+				return i, ""
+			}
 		case stData:
 			m := len(b) - i
 			if int64(m) > f.data {
@@ -199,12 +222,32 @@ func (f *framer) scan(b []byte, lim frameLimits) (n int, perr string) {
 				continue
 			}
 			f.state = stFrame
+			f.done = max(f.done, f.size+int64(i))
 			if lim.unauth && f.isAuth() {
 				return i, ""
 			}
 		}
 	}
+	f.size += int64(len(b))
 	return len(b), ""
+}
+
+// headerLen is how many bytes of a bulk header the framer has consumed:
+// inside one, or (after a stop on a big bulk) all of it.
+func (f *framer) headerLen() int {
+	sign := 0
+	if f.neg {
+		sign = 1
+	}
+	switch {
+	case f.state == stBulkLen:
+		return 1 + sign + f.ndig
+	case f.state == stBulkLenLF:
+		return 2 + sign + f.ndig
+	case f.big:
+		return 3 + sign + f.ndig
+	}
+	return 0
 }
 
 func (f *framer) resetNum() { f.neg, f.lead0, f.ndig, f.num = false, false, 0, 0 }
@@ -272,6 +315,7 @@ func (l *frameListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.s.setKeepAlive(c)
 	return newFrameConn(c, l.s), nil
 }
 
@@ -279,15 +323,20 @@ func (l *frameListener) Accept() (net.Conn, error) {
 // framer before redcon sees it.
 type frameConn struct {
 	net.Conn
-	s     *Server
-	cl    *client // set when redcon accepts the connection
-	f     framer
-	stash []byte // bytes read from the socket but not yet handed on
-	rerr  error  // read error to report once the bytes before it are used
-	perr  string // protocol error to send before closing
-	fd    int
-	in    atomic.Int64 // bytes read
-	out   atomic.Int64 // bytes written
+	s   *Server
+	cl  *client // set when redcon accepts the connection
+	f   framer
+	buf []byte // bytes read but not yet handed on: buf[:scanned] passed the framer
+	// scanned is how much of buf passed the framer.
+	scanned int
+	rerr    error  // read error to report once the bytes before it are used
+	perr    string // protocol error to send before closing
+	// bigs are the big bulks read (bigarg.go), in order, for the commands
+	// handed on and not yet run.
+	bigs [][]byte
+	fd   int
+	in   atomic.Int64 // bytes read
+	out  atomic.Int64 // bytes written
 	// pushing is set once the connection subscribes: from then on every
 	// write takes ps's lock, as messages are written by other goroutines.
 	pushing atomic.Bool
@@ -309,54 +358,115 @@ func (fc *frameConn) limits() frameLimits {
 	if fc.s != nil {
 		lim.maxBulk = fc.s.maxBulk.Load()
 		lim.unauth = fc.s.authRequired() && (fc.cl == nil || !fc.cl.authed)
+		lim.bigArg = bigArg
 	}
 	return lim
 }
 
 // Read hands on the bytes that frame correctly. Only the connection's own
 // goroutine calls it, between commands, so the limits always reflect the
-// commands that were run before.
+// commands that were run before: bytes are scanned only once every byte
+// handed on before them was taken, and redcon runs the complete commands it
+// holds before it reads again. The socket is read straight into p; only
+// bytes that cannot be handed on yet are copied aside (buf).
 func (fc *frameConn) Read(p []byte) (int, error) {
-	if fc.perr != "" {
-		return 0, fc.refuse()
-	}
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	stashed := len(fc.stash) > 0
-	if stashed {
-		n = copy(p, fc.stash)
-	} else {
-		if fc.rerr != nil {
+	for {
+		if fc.scanned > 0 {
+			n := copy(p, fc.buf[:fc.scanned])
+			fc.buf = fc.buf[n:]
+			fc.scanned -= n
+			if len(fc.buf) == 0 {
+				fc.buf = nil
+			}
+			return n, nil
+		}
+		if fc.perr != "" {
+			return 0, fc.refuse()
+		}
+		if fc.rerr != nil && len(fc.buf) == 0 {
 			return 0, fc.rerr
 		}
-		var err error
-		n, err = fc.Conn.Read(p)
-		fc.in.Add(int64(n))
+		if len(fc.buf) > 0 {
+			// A partial header, or bytes after an AUTH: scan them, and
+			// read more when they are still only a partial header.
+			if err := fc.scanBuf(); err != nil {
+				return 0, err
+			}
+			if fc.scanned > 0 || fc.perr != "" {
+				continue
+			}
+			if fc.rerr != nil {
+				return 0, fc.rerr
+			}
+			fc.readMore()
+			continue
+		}
+		m, err := fc.Conn.Read(p)
+		fc.in.Add(int64(m))
 		if err != nil {
-			if n == 0 {
+			if m == 0 {
 				return 0, err
 			}
 			fc.rerr = err
 		}
+		fc.buf = p[:m]
+		if err := fc.scanBuf(); err != nil {
+			return 0, err
+		}
+		if len(fc.buf) > 0 && &fc.buf[0] != &p[0] {
+			continue // a big bulk's replacement (bigarg.go) waits in buf
+		}
+		// The scanned bytes are in place in p; the rest must leave p.
+		n := fc.scanned
+		fc.buf, fc.scanned = bytes.Clone(fc.buf[n:]), 0
+		if len(fc.buf) == 0 {
+			fc.buf = nil
+		}
+		if n > 0 {
+			return n, nil
+		}
 	}
-	k, perr := fc.f.scan(p[:n], fc.limits())
+}
+
+// readMore reads from the socket after the bytes kept in buf.
+func (fc *frameConn) readMore() {
+	if cap(fc.buf)-len(fc.buf) < 512 {
+		fc.buf = append(make([]byte, 0, len(fc.buf)+4096), fc.buf...)
+	}
+	m, err := fc.Conn.Read(fc.buf[len(fc.buf):cap(fc.buf)])
+	fc.in.Add(int64(m))
+	fc.buf = fc.buf[:len(fc.buf)+m]
+	if err != nil {
+		fc.rerr = err
+	}
+}
+
+// scanBuf passes the unscanned bytes of buf through the framer. A partial
+// bulk header is kept back (rescanned once complete), so that a big bulk's
+// header is never handed on before its data can be taken out (bigarg.go).
+func (fc *frameConn) scanBuf() error {
+	lim := fc.limits()
+	b := fc.buf
+	k, perr := fc.f.scan(b, lim)
 	switch {
 	case perr != "":
-		fc.perr, fc.stash = perr, nil
-		if k == 0 {
-			return 0, fc.refuse()
-		}
-	case stashed:
-		fc.stash = fc.stash[k:]
-		if len(fc.stash) == 0 {
-			fc.stash = nil
-		}
-	case k < n:
-		fc.stash = append([]byte(nil), p[k:n]...)
+		fc.perr = perr
+		fc.buf, fc.scanned = b[:k], k
+		return nil
+	case fc.f.big:
+		return fc.readBig(k, lim)
 	}
-	return k, nil
+	if h := fc.f.headerLen(); h > 0 && lim.bigArg > 0 {
+		fc.f.state = stDollar
+		fc.f.resetNum()
+		fc.f.size -= int64(h)
+		k -= h
+	}
+	fc.scanned = k
+	return fc.checkQueryBuf(b, 0)
 }
 
 // refuse writes the protocol error straight to the socket (redcon flushed

@@ -143,6 +143,9 @@ func (s *Server) infoSections() []InfoSection {
 			{"rejected_connections", i64(st.rejected.Load())},
 			{"total_error_replies", i64(st.errors.Load())},
 			{"total_reads_processed", i64(st.reads.Load())},
+			{"client_query_buffer_limit_disconnections", i64(s.lim.qbufDrops.Load())},
+			{"client_output_buffer_limit_disconnections", i64(s.lim.obufDrops.Load())},
+			{"acl_access_denied_auth", i64(s.lim.authDenied.Load())},
 		}},
 	}
 }

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -15,18 +16,18 @@ import (
 // publishes it through Server.Publish, which cmd/raftset hands the node); PUBLISH reaches only the subscribers
 // of the node it is sent to.
 //
-// Messages are written to a subscriber's socket by the publishing
-// goroutine, while the connection's own goroutine may be writing a reply.
-// Both go through frameConn.Write, which serialises them once the
-// connection has subscribed; a message published while a SUBSCRIBE reply
-// is still in redcon's buffer is held until that reply is written, so a
-// client never gets a message before the confirmation of its subscription.
+// Once a connection has subscribed, its replies and the messages published
+// to it are queued in order and written by a goroutine of its own, so a
+// publisher never waits on a subscriber's socket; a message published while
+// a SUBSCRIBE reply is still in redcon's buffer is held until that reply is
+// queued, so a client never gets a message before the confirmation of its
+// subscription. A subscriber whose queue passes client-output-buffer-limit's
+// pubsub class (Redis's 32mb hard, 8mb for 60 s soft) is dropped, as Redis
+// drops it.
 
-// pushTimeout bounds each write to a subscribed connection (a message, or
-// a reply while publishers wait for the connection's lock); a subscriber
-// that does not read is disconnected, as Redis disconnects one past its
-// pub/sub output buffer limit.
-const pushTimeout = 5 * time.Second
+// closeDrain bounds how long a closing subscribed connection may take to
+// write what it has queued (a QUIT's +OK, say).
+const closeDrain = time.Second
 
 var (
 	pubsubBulkSubscribe    = []byte("subscribe")
@@ -213,27 +214,114 @@ func appendSubscribedPong(dst []byte, args [][]byte) []byte {
 	return command.AppendBulk(dst, nil)
 }
 
-// pushState serialises a subscribed connection's writes (frameConn).
+// pushState is a subscribed connection's output queue (frameConn).
 type pushState struct {
-	mu   sync.Mutex
-	hold bool   // a SUBSCRIBE reply is still in redcon's buffer
-	held []byte // messages waiting for it
-	dead bool   // a message write failed: the connection is being closed
+	mu      sync.Mutex
+	hold    bool   // a SUBSCRIBE reply is still in redcon's buffer
+	held    []byte // messages waiting for it
+	queue   []byte // bytes for the writer
+	writing int64  // bytes the writer is writing now
+	since   int64  // when the soft limit was first reached (Unix ns); 0: it is not
+	dead    bool   // dropped, or a write failed: nothing more is written
+	closing bool   // the connection is closing: write what is queued, then stop
+	wake    chan struct{}
 }
 
 // startPushes makes every later write of the connection go through the
-// push lock, and holds messages until the pending replies (the
-// confirmation being built) are written. Only the connection's goroutine
-// calls it, while it handles a command.
+// queue, and holds messages until the pending replies (the confirmation
+// being built) are queued. Only the connection's goroutine calls it, while
+// it handles a command.
 func (fc *frameConn) startPushes() {
-	fc.pushing.Store(true)
+	if !fc.pushing.Load() {
+		fc.ps.wake = make(chan struct{}, 1)
+		fc.s.conns.Add(1) // the connection's own count is held: Close waits for both
+		go fc.writer()
+		fc.pushing.Store(true)
+	}
 	fc.ps.mu.Lock()
 	fc.ps.hold = true
 	fc.ps.mu.Unlock()
 }
 
-// push writes a message to the subscriber, or holds it behind a reply not
-// yet written.
+// writer writes the queue to the socket until the connection is dropped or
+// closed, then closes the socket.
+func (fc *frameConn) writer() {
+	defer fc.s.conns.Done()
+	defer fc.Conn.Close()
+	ps := &fc.ps
+	for {
+		ps.mu.Lock()
+		for len(ps.queue) == 0 && !ps.dead && !ps.closing {
+			ps.mu.Unlock()
+			<-ps.wake
+			ps.mu.Lock()
+		}
+		if ps.dead || len(ps.queue) == 0 {
+			ps.mu.Unlock()
+			return
+		}
+		buf := ps.queue
+		ps.queue, ps.writing = nil, int64(len(buf))
+		ps.mu.Unlock()
+		for len(buf) > 0 {
+			n, err := fc.Conn.Write(buf[:min(len(buf), 64<<10)])
+			fc.out.Add(int64(n))
+			buf = buf[n:]
+			ps.mu.Lock()
+			ps.writing -= int64(n)
+			if err != nil {
+				ps.dead = true
+			}
+			dead := ps.dead
+			ps.mu.Unlock()
+			if dead {
+				return
+			}
+		}
+	}
+}
+
+func (ps *pushState) signal() {
+	select {
+	case ps.wake <- struct{}{}:
+	default:
+	}
+}
+
+// enqueue adds b to the queue, or drops the connection when that takes it
+// past its output buffer limit; ps.mu is held.
+func (fc *frameConn) enqueue(b []byte) {
+	ps := &fc.ps
+	if ps.dead || len(b) == 0 {
+		return
+	}
+	ps.queue = append(ps.queue, b...)
+	ps.signal()
+	fc.checkPushLimit()
+}
+
+// checkPushLimit applies client-output-buffer-limit to what is queued,
+// held and being written; ps.mu is held.
+func (fc *frameConn) checkPushLimit() {
+	ps := &fc.ps
+	ol := fc.s.lim.obuf.Load()
+	l := ol.Normal
+	if fc.cl != nil && fc.cl.nsubs.Load()+fc.cl.npsubs.Load() > 0 {
+		l = ol.Pubsub
+	}
+	used := int64(len(ps.queue)+len(ps.held)) + ps.writing
+	if !l.over(used, &ps.since, fc.s.now.Load()) {
+		return
+	}
+	ps.dead = true
+	ps.queue, ps.held = nil, nil
+	ps.signal()
+	fc.s.outputLimitReached(fc.cl)
+	_ = fc.Conn.Close() // the writer and the connection's goroutine see it and end
+}
+
+// push queues a message for the subscriber, or holds it behind a reply not
+// yet queued.
 func (fc *frameConn) push(msg []byte) {
 	fc.ps.mu.Lock()
 	defer fc.ps.mu.Unlock()
@@ -242,33 +330,46 @@ func (fc *frameConn) push(msg []byte) {
 	}
 	if fc.ps.hold {
 		fc.ps.held = append(fc.ps.held, msg...)
+		fc.checkPushLimit()
 		return
 	}
-	_ = fc.Conn.SetWriteDeadline(time.Now().Add(pushTimeout))
-	n, err := fc.Conn.Write(msg)
-	_ = fc.Conn.SetWriteDeadline(time.Time{})
-	fc.out.Add(int64(n))
-	if err != nil {
-		fc.ps.dead = true
-		_ = fc.Conn.Close() // the connection's goroutine sees the error and cleans up
-	}
+	fc.enqueue(msg)
 }
 
+// errDropped fails the writes of a dropped connection.
+var errDropped = errors.New("resp: connection dropped")
+
 // writeSubscribed is Write once the connection has subscribed: the reply
-// bytes, then any messages held behind them. The write is bounded like a
-// message's, since publishers wait for the lock it holds.
+// bytes are queued (redcon reuses p), then any messages held behind them.
 func (fc *frameConn) writeSubscribed(p []byte) (int, error) {
 	fc.ps.mu.Lock()
 	defer fc.ps.mu.Unlock()
-	_ = fc.Conn.SetWriteDeadline(time.Now().Add(pushTimeout))
-	defer fc.Conn.SetWriteDeadline(time.Time{})
-	n, err := fc.Conn.Write(p)
-	fc.out.Add(int64(n))
-	if err == nil && len(fc.ps.held) > 0 {
-		var k int
-		k, err = fc.Conn.Write(fc.ps.held)
-		fc.out.Add(int64(k))
+	if fc.ps.dead {
+		return 0, errDropped
 	}
+	fc.enqueue(p)
+	fc.enqueue(fc.ps.held)
 	fc.ps.hold, fc.ps.held = false, nil
-	return n, err
+	if fc.ps.dead {
+		return 0, errDropped
+	}
+	return len(p), nil
+}
+
+// Close closes the socket; a subscribed connection's writer first writes
+// what is queued, for at most closeDrain (not at all when the server is
+// closing).
+func (fc *frameConn) Close() error {
+	if !fc.pushing.Load() {
+		return fc.Conn.Close()
+	}
+	fc.ps.mu.Lock()
+	fc.ps.closing = true
+	fc.ps.signal()
+	fc.ps.mu.Unlock()
+	deadline := time.Now().Add(closeDrain)
+	if fc.s.ctx.Err() != nil {
+		deadline = time.Now()
+	}
+	return fc.Conn.SetWriteDeadline(deadline)
 }

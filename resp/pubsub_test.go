@@ -1,10 +1,16 @@
 package resp
 
 import (
+	"errors"
+	"io"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"raftset/internal/testutil"
 )
@@ -127,4 +133,56 @@ func TestPubSubConfirmationComesFirst(t *testing.T) {
 	// Every subscriber above closed: PUBLISH reaches nobody once the server
 	// has seen the closes.
 	testutil.WaitFor(t, 10*time.Second, "closed subscribers forgotten", func() bool { return s.Publish("c", []byte("x")) == 0 })
+}
+
+// A subscriber that never reads is dropped once its queue passes the pubsub
+// class of client-output-buffer-limit, with Redis's log line; PUBLISH keeps
+// answering at once all along, and other subscribers keep receiving.
+func TestStuckSubscriberDropped(t *testing.T) {
+	var logs logLines
+	logger := hclog.New(&hclog.LoggerOptions{Name: "resp", Output: &logs, Level: hclog.Warn})
+	_, addr := startServer(t, Config{ClientOutputBufferLimit: "pubsub 1mb 256kb 60", Logger: logger}, newFakeStore())
+
+	stuck := dial(t, addr)
+	if got := stuck.do("SUBSCRIBE", "ch"); got != "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n" {
+		t.Fatalf("SUBSCRIBE = %q", got)
+	}
+	reader := dial(t, addr)
+	if got := reader.do("SUBSCRIBE", "ch"); got != "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n" {
+		t.Fatalf("SUBSCRIBE = %q", got)
+	}
+	pub := dial(t, addr)
+	msg := strings.Repeat("m", 100<<10)
+	wantMsg := "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$" + strconv.Itoa(len(msg)) + "\r\n" + msg + "\r\n"
+	dropped := false
+	for i := 0; i < 2000 && !dropped; i++ {
+		pub.send(enc("PUBLISH", "ch", msg))
+		// A publisher waiting on the stuck socket would miss this.
+		_ = pub.c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		switch got := pub.reply(); got {
+		case ":2\r\n":
+		case ":1\r\n":
+			dropped = true
+		default:
+			t.Fatalf("PUBLISH %d = %q", i, got)
+		}
+		if got := reader.reply(); got != wantMsg {
+			t.Fatalf("the reading subscriber got %.60q", got)
+		}
+	}
+	if !dropped {
+		t.Fatal("the stuck subscriber was never dropped")
+	}
+	// The stuck subscriber finds its connection closed once it reads.
+	_ = stuck.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.Copy(io.Discard, stuck.r); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("stuck subscriber: %v, want the connection closed", err)
+	}
+	if got := pub.do("INFO", "stats"); !strings.Contains(got, "\r\nclient_output_buffer_limit_disconnections:1\r\n") {
+		t.Errorf("INFO stats: %q", got)
+	}
+	lines := logs.matching("scheduled to be closed ASAP for overcoming of output buffer limits.")
+	if len(lines) != 1 || !strings.Contains(lines[0], "Client id=") || !strings.Contains(lines[0], " sub=1 ") {
+		t.Errorf("log lines %q", lines)
+	}
 }

@@ -57,6 +57,21 @@ type Config struct {
 	// may send internal commands (command.Internal); empty accepts any
 	// (see cluster.NodeSecret).
 	NodeSecret string
+
+	// Client limits (limits.go).
+	//
+	// ProtectedModeOff is Redis's "protected-mode no": without it, while no
+	// password is set, clients from non-loopback addresses are refused.
+	ProtectedModeOff bool
+	// TCPKeepAlive is the keepalive period of client connections
+	// (tcp-keepalive); default 300s, negative turns keepalives off.
+	TCPKeepAlive time.Duration
+	// ClientQueryBufferLimit disconnects a client whose unprocessed input
+	// grows past it (client-query-buffer-limit); default 1 GiB.
+	ClientQueryBufferLimit int64
+	// ClientOutputBufferLimit is client-output-buffer-limit in Redis's
+	// syntax ("pubsub 32mb 8mb 60"); classes not named keep Redis's defaults.
+	ClientOutputBufferLimit string
 }
 
 // Server is a RESP server in front of a Store.
@@ -76,6 +91,8 @@ type Server struct {
 	maxBulk    atomic.Int64
 	maxClients atomic.Int64
 	now        atomic.Int64 // coarse clock (Unix ns), updated every 100ms
+
+	lim limits // limits.go
 
 	cfgMu    sync.RWMutex
 	params   map[string]param
@@ -156,6 +173,7 @@ func NewServer(cfg Config, store Store) *Server {
 	s.setPass(cfg.RequirePass)
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.maxClients.Store(int64(cfg.MaxClients))
+	s.initLimits()
 	s.now.Store(s.started.UnixNano())
 	s.subs = make(map[*command.Spec]map[string]*command.Spec)
 	for _, spec := range s.table {
@@ -170,6 +188,7 @@ func NewServer(cfg Config, store Store) *Server {
 	}
 	s.docs = newCommandDocs(s.table)
 	s.registerBuiltinConfig()
+	s.registerLimitConfig()
 	return s
 }
 
@@ -309,7 +328,14 @@ func (s *Server) accept(rc redcon.Conn) bool {
 		rc.WriteError("ERR max number of clients reached")
 		return false
 	}
+	guarded, refuse := s.protectedCheck(fc.RemoteAddr())
+	if refuse {
+		s.stats.rejected.Add(1)
+		rc.WriteRaw(deniedProtected)
+		return false
+	}
 	c := newClient(s, rc, fc)
+	c.guarded = guarded
 	s.mu.Lock()
 	s.clients[c.id] = c
 	s.mu.Unlock()
@@ -376,6 +402,9 @@ func (s *Server) resetStats() {
 	st.netIn.Store(0)
 	st.netOut.Store(0)
 	st.reads.Store(0)
+	s.lim.authDenied.Store(0)
+	s.lim.qbufDrops.Store(0)
+	s.lim.obufDrops.Store(0)
 	s.mu.Lock()
 	for _, c := range s.clients {
 		c.fc.in.Store(0)

@@ -48,6 +48,15 @@ type Config struct {
 	PromoteLag        uint64     // entries a joining non-voter may lag when promoted to voter
 	MasterName        string     // a name +switch-master is always published under
 	Debug             DebugFlags // test-only switches (debugflags.go)
+
+	// Client limits (Redis's directives).
+	ProtectedMode           string // yes|no
+	MaxClients              int
+	Timeout                 int // seconds idle before a client is closed; 0: never
+	TCPKeepAlive            int // seconds; 0: off
+	ProtoMaxBulkLen         int64
+	ClientQueryBufferLimit  int64
+	ClientOutputBufferLimit string // Redis's syntax, every class
 }
 
 // ParsePeers parses the peers directive: "id=host:port" items separated by
@@ -186,6 +195,31 @@ func directives() []directive {
 		stringDirective("cluster-secret", func(c *Config) *string { return &c.ClusterSecret }),
 		stringDirective("sentinel-master-name", func(c *Config) *string { return &c.MasterName }),
 		countDirective("promote-lag", func(c *Config) *uint64 { return &c.PromoteLag }),
+		oneOf("protected-mode", func(c *Config) *string { return &c.ProtectedMode }, "yes", "no"),
+		intDirective("maxclients", func(c *Config) *int { return &c.MaxClients }, 1),
+		intDirective("timeout", func(c *Config) *int { return &c.Timeout }, 0),
+		intDirective("tcp-keepalive", func(c *Config) *int { return &c.TCPKeepAlive }, 0),
+		memoryDirective("proto-max-bulk-len", func(c *Config) *int64 { return &c.ProtoMaxBulkLen }),
+		memoryDirective("client-query-buffer-limit", func(c *Config) *int64 { return &c.ClientQueryBufferLimit }),
+		{"client-output-buffer-limit",
+			// Each line (or --flag) sets the classes it names; the others
+			// keep their value, as in redis.conf.
+			func(c *Config, v string) error {
+				base := resp.DefaultOutputLimits()
+				if c.ClientOutputBufferLimit != "" {
+					var err error
+					if base, err = resp.ParseOutputLimits(base, c.ClientOutputBufferLimit); err != nil {
+						return err
+					}
+				}
+				l, err := resp.ParseOutputLimits(base, v)
+				if err != nil {
+					return err
+				}
+				c.ClientOutputBufferLimit = l.String()
+				return nil
+			},
+			func(c *Config) string { return c.ClientOutputBufferLimit }},
 	}, debugDirectives()...)
 }
 
@@ -294,6 +328,9 @@ func (c *Config) parseFile(text, source string) error {
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", source, n+1, err)
 		}
+		if len(fields) > 2 && multiWord[strings.ToLower(fields[0])] {
+			fields = []string{fields[0], strings.Join(fields[1:], " ")}
+		}
 		if len(fields) != 2 {
 			return fmt.Errorf("%s:%d: expected \"name value\", got %d words", source, n+1, len(fields))
 		}
@@ -303,6 +340,10 @@ func (c *Config) parseFile(text, source string) error {
 	}
 	return nil
 }
+
+// multiWord lists the directives whose value is several words on a config
+// file line, as in redis.conf ("client-output-buffer-limit pubsub 32mb 8mb 60").
+var multiWord = map[string]bool{"client-output-buffer-limit": true}
 
 // splitArgs splits a config line into words, honouring double and single
 // quotes as redis.conf does ("" is an empty value).

@@ -86,3 +86,47 @@ func TestClusterDirectives(t *testing.T) {
 		t.Errorf("clientAddr for 0.0.0.0 = %q", got)
 	}
 }
+
+// The client limits are Redis's directives with Redis's defaults; a config
+// file line sets only the output buffer classes it names.
+func TestLimitDirectives(t *testing.T) {
+	c, err := LoadConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, want string }{
+		{"protected-mode", "yes"}, {"maxclients", "10000"}, {"timeout", "0"}, {"tcp-keepalive", "300"},
+		{"proto-max-bulk-len", "536870912"}, {"client-query-buffer-limit", "1073741824"},
+		{"client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"},
+	} {
+		if got, _ := c.Get(tc.name); got != tc.want {
+			t.Errorf("default %s = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "raftset.conf")
+	conf := "protected-mode no\nmaxclients 50\ntimeout 30\ntcp-keepalive 0\nproto-max-bulk-len 2mb\n" +
+		"client-query-buffer-limit 4mb\nclient-output-buffer-limit pubsub 1mb 512kb 5\n"
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err = LoadConfig([]string{path, "--client-output-buffer-limit", "normal 64mb 0 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ProtectedMode != "no" || c.MaxClients != 50 || c.Timeout != 30 || c.TCPKeepAlive != 0 ||
+		c.ProtoMaxBulkLen != 2<<20 || c.ClientQueryBufferLimit != 4<<20 ||
+		c.ClientOutputBufferLimit != "normal 67108864 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 5" {
+		t.Errorf("config = %+v", c)
+	}
+
+	for _, args := range [][]string{
+		{"--protected-mode", "maybe"}, {"--maxclients", "0"}, {"--timeout", "-1"}, {"--tcp-keepalive", "x"},
+		{"--client-query-buffer-limit", "lots"}, {"--client-output-buffer-limit", "master 1 2 3"},
+		{"--client-output-buffer-limit", "pubsub 1 2"},
+	} {
+		if _, err := LoadConfig(args); err == nil {
+			t.Errorf("LoadConfig(%q) accepted it", args)
+		}
+	}
+}

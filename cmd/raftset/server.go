@@ -160,6 +160,14 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		NodeSecret:  cluster.NodeSecret(cfg.ClusterSecret, cfg.RequirePass),
 		Logger:      logger.Named("resp"),
 		Version:     version,
+		// Client limits.
+		ProtectedModeOff:        cfg.ProtectedMode == "no",
+		MaxClients:              cfg.MaxClients,
+		IdleTimeout:             time.Duration(cfg.Timeout) * time.Second,
+		TCPKeepAlive:            time.Duration(offIsNegative(int64(cfg.TCPKeepAlive))) * time.Second,
+		ProtoMaxBulkLen:         cfg.ProtoMaxBulkLen,
+		ClientQueryBufferLimit:  cfg.ClientQueryBufferLimit,
+		ClientOutputBufferLimit: cfg.ClientOutputBufferLimit,
 		Shutdown: func() {
 			select {
 			case shutdown <- struct{}{}:
