@@ -122,6 +122,9 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.ClientAddr = clientAddr(cfg, ln.Addr())
 	cc.Password = cfg.RequirePass
 	cc.ClusterSecret = cfg.ClusterSecret
+	// protected-mode guards both doors: clients without a password, and a
+	// Raft port without peer authentication (cluster/transport.go).
+	cc.ProtectedMode = cfg.ProtectedMode != "no"
 	cc.PromoteLag = cfg.PromoteLag
 	cc.MasterName = cfg.MasterName
 	cc.DataDir = cfg.Dir
