@@ -413,6 +413,23 @@ func healAll(c Cluster) error {
 
 // waitReady polls (bounded) until every node answers a linearizable read,
 // which needs a leader reachable from it.
+// startWithLeader starts cl, waits until it serves, and returns its leader;
+// any failure ends the test.
+func startWithLeader(t *testing.T, cl Cluster) string {
+	t.Helper()
+	if err := cl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReady(cl, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	leader := cl.Leader(10 * time.Second)
+	if leader == "" {
+		t.Fatal("no leader")
+	}
+	return leader
+}
+
 func waitReady(c Cluster, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	pending := c.Nodes()

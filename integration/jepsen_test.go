@@ -96,16 +96,7 @@ func TestCheckerFlagsReadonlyStaleReads(t *testing.T) {
 	seed := seedFor(t)
 	dir := artifactDir(t, "readonly-stale", seed)
 	cl := newProcCluster(t, 3, dir)
-	if err := cl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitReady(cl, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	leader := cl.Leader(10 * time.Second)
-	if leader == "" {
-		t.Fatal("no leader")
-	}
+	leader := startWithLeader(t, cl)
 	li, fi := 0, 0
 	for i, id := range cl.Nodes() {
 		if id == leader {

@@ -159,16 +159,7 @@ func runAckScenario(t *testing.T, name string, unsafe bool) setResult {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	if err := cl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitReady(cl, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	leader := cl.Leader(10 * time.Second)
-	if leader == "" {
-		t.Fatal("no leader")
-	}
+	leader := startWithLeader(t, cl)
 	li := 0
 	var followers []string
 	for i, id := range cl.Nodes() {

@@ -280,16 +280,7 @@ func TestCheckerFlagsReadonlyDuringPartition(t *testing.T) {
 	seed := seedFor(t)
 	dir := artifactDir(t, "readonly-partition", seed)
 	cl := newProcClusterWith(t, clusterOpts{Nodes: 3, Netns: true}, dir)
-	if err := cl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitReady(cl, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	leader := cl.Leader(10 * time.Second)
-	if leader == "" {
-		t.Fatal("no leader")
-	}
+	leader := startWithLeader(t, cl)
 	li, fi := slices.Index(cl.Nodes(), leader), 0
 	if fi == li {
 		fi = 1
