@@ -151,7 +151,7 @@ func (c *dockerCluster) Start() error {
 			"--node-id", id, "--bind", "0.0.0.0", "--port", nsClientPort,
 			"--raft-addr", "0.0.0.0:" + nsRaftPort, "--raft-advertise-addr", net.JoinHostPort(ip, nsRaftPort),
 			"--advertise-addr", net.JoinHostPort(ip, nsClientPort), "--dir", "/data",
-			"--peers", c.peers, "--loglevel", "info", "--cluster-secret", jepsenClusterSecret}, c.args...)
+			"--peers", c.peers, "--loglevel", "info", "--cluster-secret", jepsenClusterSecret, "--protected-mode", "no"}, c.args...)
 		if _, err := docker(args...); err != nil {
 			return err
 		}

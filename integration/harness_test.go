@@ -89,7 +89,10 @@ const startMarker = "=== harness: start #"
 // jepsenClusterSecret is every node's cluster-secret: the Raft port then
 // admits only peers that prove it (and a node on a namespace address, not
 // loopback, refuses to serve an unauthenticated Raft port at all), so every
-// row also runs the peer handshake.
+// row also runs the peer handshake. The harness's clients reach the nodes
+// from outside loopback (namespaces, containers) without a password, so
+// protected mode, which would refuse them, is off; the Raft port still
+// demands the secret.
 const jepsenClusterSecret = "jepsen cluster secret"
 
 type procNode struct {
@@ -166,7 +169,7 @@ func newProcClusterWith(t *testing.T, o clusterOpts, logDir string) *procCluster
 		host, port, _ := net.SplitHostPort(n.addr)
 		n.args = append([]string{"--node-id", n.id, "--bind", host, "--port", port,
 			"--raft-addr", n.raftAddr, "--advertise-addr", n.addr, "--raft-advertise-addr", n.raftAddr,
-			"--dir", n.dir, "--loglevel", "info", "--cluster-secret", jepsenClusterSecret}, c.extra...)
+			"--dir", n.dir, "--loglevel", "info", "--cluster-secret", jepsenClusterSecret, "--protected-mode", "no"}, c.extra...)
 	}
 	return c
 }
