@@ -36,7 +36,8 @@ func (s *Server) registerBuiltinConfig() {
 	s.logLevel = "notice"
 	s.RegisterConfig("requirepass", func() string { return s.auth.Load().pass },
 		func(v string) error { s.setPass(v); return nil })
-	s.RegisterConfig("port", s.port, nil)
+	s.RegisterConfig("port", s.configPort, nil)
+	s.RegisterConfig("tls-port", s.configTLSPort, nil)
 	s.RegisterConfig("bind", func() string {
 		host, _, _ := strings.Cut(s.cfg.Addr, ":")
 		if a := s.Addr(); a != nil {
