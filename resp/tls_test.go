@@ -158,3 +158,40 @@ func TestListenersNeedOne(t *testing.T) {
 		t.Error("no listener accepted")
 	}
 }
+
+// TestConfigApplyRollsBack: parameters applied together (a certificate and
+// its key) take effect once, after both were set, and a failed apply gives
+// both their old values back, as Redis's apply functions do.
+func TestConfigApplyRollsBack(t *testing.T) {
+	s, addr := startServer(t, Config{}, newFakeStore())
+	vals := map[string]string{"a": "1", "b": "1"}
+	var applied []string
+	apply := &ConfigApply{Apply: func() error {
+		applied = append(applied, vals["a"]+vals["b"])
+		if vals["a"] != vals["b"] {
+			return errors.New("Unable to update TLS configuration. Check server logs.")
+		}
+		return nil
+	}}
+	for _, name := range []string{"a", "b"} {
+		s.RegisterConfigApplied(name, func() string { return vals[name] },
+			func(v string) error { vals[name] = v; return nil }, apply)
+	}
+	c := dial(t, addr)
+	if got := c.do("CONFIG", "SET", "a", "2", "b", "2"); got != ok {
+		t.Fatalf("CONFIG SET a 2 b 2 = %q", got)
+	}
+	if len(applied) != 1 || applied[0] != "22" {
+		t.Fatalf("applied %q, want once with both new values", applied)
+	}
+	want := errr("ERR CONFIG SET failed (possibly related to argument 'b') - Unable to update TLS configuration. Check server logs.")
+	if got := c.do("CONFIG", "SET", "b", "3"); got != want {
+		t.Fatalf("CONFIG SET b 3 = %q, want %q", got, want)
+	}
+	if got := c.do("CONFIG", "GET", "b"); got != bulks("b", "2") {
+		t.Errorf("after a failed apply: %q, want the old value", got)
+	}
+	if last := applied[len(applied)-1]; last != "22" {
+		t.Errorf("the old values were not applied again: %q", applied)
+	}
+}
