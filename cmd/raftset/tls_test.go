@@ -367,7 +367,7 @@ func TestClientTLSRedisCLI(t *testing.T) {
 		}
 	}
 	for name, extra := range map[string][]string{
-		"no certificate":          nil,
+		"no certificate":           nil,
 		"another CA's certificate": {"--cert", stranger.path("client.crt"), "--key", stranger.path("client.key")},
 	} {
 		if got, _ := run(extra, "PING"); got == "PONG" {
