@@ -7,7 +7,12 @@
 #   RUNS=5 N=2000000 bench/redis-benchmark.sh
 #   MEMORY=0 bench/redis-benchmark.sh   # skip the 10M-SADD memory run
 #   PIPELINES=10 ONLY=sismember bench/redis-benchmark.sh   # a subset
+#   TLS=1 PIPELINES=10 bench/redis-benchmark.sh   # raftset over client TLS vs plain TCP
 #
+# TLS=1 measures one raftset node serving both port and tls-port (certificates
+# from `raftset cert`, tls-auth-clients yes), plain then TLS on odd runs and
+# TLS then plain on even ones, and prints the median of the per-run TLS/plain
+# ratios; redis-server is not run.
 # Needs redis-server and redis-benchmark (apt-get install -y redis-server redis-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +62,41 @@ rps() {
 }
 
 commands=("sadd __rand_int__ __rand_int__" "smembers __rand_int__" "sismember __rand_int__ __rand_int__" "spop __rand_int__")
+
+if [ "${TLS:-0}" = 1 ]; then
+  certs=$work/certs
+  "$work/raftset" cert ca --dir "$certs" >/dev/null
+  "$work/raftset" cert node node --ip 127.0.0.1 --dir "$certs" >/dev/null
+  "$work/raftset" cert client bench --dir "$certs" >/dev/null
+  tls_args=(--tls --cacert "$certs/ca.crt" --cert "$certs/bench.crt" --key "$certs/bench.key")
+  printf '%-40s %-3s %12s %12s %7s
+' command P tls plain ratio
+  for p in ${PIPELINES:-1 10}; do
+    for cmd in "${commands[@]}"; do
+      case "$cmd" in *"${ONLY:-}"*) ;; *) continue ;; esac
+      t_list=(); s_list=(); ratios=()
+      for run in $(seq 1 "$RUNS"); do
+        sp=$(free_port); tp=$(free_port); dir=$work/raftset-$run
+        "$work/raftset" --port "$sp" --tls-port "$tp" --tls-cert-file "$certs/node.crt" --tls-key-file "$certs/node.key" \
+          --tls-ca-cert-file "$certs/ca.crt" --raft-addr "127.0.0.1:$(free_port)" --dir "$dir" --loglevel warn \
+          >"$dir.log" 2>&1 & pids+=($!)
+        wait_ready "$sp"
+        if [ "$cmd" != "sadd __rand_int__ __rand_int__" ]; then rps "$sp" 10 sadd __rand_int__ __rand_int__ >/dev/null; fi
+        # shellcheck disable=SC2086
+        if [ $((run % 2)) = 1 ]; then
+          s=$(rps "$sp" "$p" $cmd); t=$(rps "$tp" "$p" "${tls_args[@]}" $cmd)
+        else
+          t=$(rps "$tp" "$p" "${tls_args[@]}" $cmd); s=$(rps "$sp" "$p" $cmd)
+        fi
+        t_list+=("$t"); s_list+=("$s"); ratios+=("$(echo "$t / $s" | bc -l)")
+        stop_last; rm -rf "$dir"
+      done
+      t=$(printf '%s\n' "${t_list[@]}" | median); s=$(printf '%s\n' "${s_list[@]}" | median)
+      printf '%-40s %-3s %12.0f %12.0f %7.2f\n' "$cmd" "$p" "$t" "$s" "$(printf '%s\n' "${ratios[@]}" | median)"
+    done
+  done
+  exit 0
+fi
 printf '%-40s %-3s %12s %12s %7s\n' command P raftset redis ratio
 for p in ${PIPELINES:-1 10}; do
   for cmd in "${commands[@]}"; do

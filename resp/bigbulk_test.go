@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"raftset/internal/testutil"
 )
 
 // liveHeap is the live heap after a full collection, in bytes.
@@ -40,17 +42,6 @@ func rssBytes() int64 {
 }
 
 // waitUntil polls cond, which observes the server, until it holds.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // bytesRead is how many bytes the server has read from each client.
 func bytesRead(s *Server) []int64 {
 	s.mu.Lock()
@@ -116,7 +107,7 @@ func TestSlowBigBulkMemory(t *testing.T) {
 			}
 		}
 		want := int64(len(header)) + n
-		waitUntil(t, fmt.Sprintf("the server to read %d bytes from each client", want), func() bool {
+		testutil.WaitFor(t, 60*time.Second, fmt.Sprintf("the server to read %d bytes from each client", want), func() bool {
 			got := bytesRead(s)
 			if len(got) != clients {
 				return false
@@ -164,7 +155,7 @@ func TestSlowBigBulkMemory(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
-	waitUntil(t, "the server to drop the connections", func() bool { return len(bytesRead(s)) == 0 })
+	testutil.WaitFor(t, 60*time.Second, "the server to drop the connections", func() bool { return len(bytesRead(s)) == 0 })
 	if grew := report("after the clients left"); grew > 16*mb {
 		t.Errorf("%d MB stay after the clients left", grew/mb)
 	}

@@ -17,7 +17,7 @@ import (
 // pipelined end the watch without a cancel and are left for redcon.
 func (c *client) watchClose(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
-	sc, ok := c.fc.Conn.(syscall.Conn)
+	sc, ok := socketConn(c.fc.Conn).(syscall.Conn)
 	if !ok {
 		return ctx, cancel
 	}

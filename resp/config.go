@@ -17,8 +17,23 @@ import (
 
 // param is a runtime parameter served by CONFIG GET/SET on this node.
 type param struct {
-	get func() string
-	set func(string) error // nil: immutable
+	get   func() string
+	set   func(string) error // nil: immutable
+	apply *ConfigApply       // nil: set takes effect alone
+}
+
+// ConfigApply takes effect, once per CONFIG SET, the parameters registered
+// with it after all of them were set (Redis's apply functions): a
+// certificate and its key are only checked together. When it fails, they
+// get their previous values back and the CONFIG SET fails with its error.
+type ConfigApply struct{ Apply func() error }
+
+// RegisterConfigApplied is RegisterConfig for a parameter that apply makes
+// take effect; set only records the value.
+func (s *Server) RegisterConfigApplied(name string, get func() string, set func(string) error, apply *ConfigApply) {
+	s.cfgMu.Lock()
+	s.params[strings.ToLower(name)] = param{get: get, set: set, apply: apply}
+	s.cfgMu.Unlock()
 }
 
 // RegisterConfig adds (or replaces) a node-local parameter served by CONFIG
@@ -38,7 +53,8 @@ func (s *Server) registerBuiltinConfig() {
 	s.logLevel = "notice"
 	s.RegisterConfig("requirepass", func() string { return s.auth.Load().pass },
 		func(v string) error { s.setPass(v); return nil })
-	s.RegisterConfig("port", s.port, nil)
+	s.RegisterConfig("port", s.configPort, nil)
+	s.RegisterConfig("tls-port", s.configTLSPort, nil)
 	s.RegisterConfig("bind", func() string {
 		host, _, _ := strings.Cut(s.cfg.Addr, ":")
 		if a := s.Addr(); a != nil {
@@ -198,6 +214,12 @@ func (c *client) cmdConfigGet(dst []byte, patterns [][]byte) []byte {
 	return dst
 }
 
+// setting is one name value pair of a CONFIG SET.
+type setting struct {
+	name, value string
+	p           param
+}
+
 // cmdConfigSet answers CONFIG SET name value [name value ...]. Store-owned
 // parameters are set first (through Store.Admin, in one call); local ones
 // after, once the store accepted its part.
@@ -205,10 +227,6 @@ func (c *client) cmdConfigSet(dst []byte, args [][]byte) []byte {
 	s := c.s
 	if (len(args)-2)%2 != 0 {
 		return command.AppendError(dst, command.ErrArity("config|set"))
-	}
-	type setting struct {
-		name, value string
-		p           param
 	}
 	var local []setting
 	var remote [][]byte
@@ -239,13 +257,45 @@ func (c *client) cmdConfigSet(dst []byte, args [][]byte) []byte {
 			return append(dst, reply...)
 		}
 	}
-	for _, st := range local {
+	old := make([]string, len(local))
+	for i, st := range local {
+		if st.p.apply != nil {
+			old[i] = st.p.get()
+		}
+	}
+	for i, st := range local {
 		if err := st.p.set(st.value); err != nil {
+			restoreApplied(local[:i], old)
+			return command.AppendError(dst, "ERR CONFIG SET failed (possibly related to argument '"+
+				st.name+"') - "+err.Error())
+		}
+	}
+	var applied []*ConfigApply
+	for _, st := range local {
+		if st.p.apply == nil || slices.Contains(applied, st.p.apply) {
+			continue
+		}
+		applied = append(applied, st.p.apply)
+		if err := st.p.apply.Apply(); err != nil {
+			restoreApplied(local, old)
+			for _, a := range applied {
+				_ = a.Apply() // the previous values took effect before
+			}
 			return command.AppendError(dst, "ERR CONFIG SET failed (possibly related to argument '"+
 				st.name+"') - "+err.Error())
 		}
 	}
 	return append(dst, command.OK...)
+}
+
+// restoreApplied gives the parameters that have an apply function their
+// old values back (the others took effect when set, as before).
+func restoreApplied(set []setting, old []string) {
+	for i := len(set) - 1; i >= 0; i-- {
+		if set[i].p.apply != nil {
+			_ = set[i].p.set(old[i])
+		}
+	}
 }
 
 // bulkStrings returns the texts of an array reply of bulk strings (the

@@ -345,7 +345,7 @@ type frameConn struct {
 
 func newFrameConn(c net.Conn, s *Server) *frameConn {
 	fc := &frameConn{Conn: c, s: s, fd: -1}
-	if sc, ok := c.(syscall.Conn); ok {
+	if sc, ok := socketConn(c).(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			_ = raw.Control(func(fd uintptr) { fc.fd = int(fd) })
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"raftset/cluster"
+	"raftset/internal/tlsconf"
 	"raftset/resp"
 )
 
@@ -39,6 +40,15 @@ type Config struct {
 	LogFormat          string
 	Import             string // --import FILE: start a new node from a Redis dump.rdb
 	PprofAddr          string // serve net/http/pprof here; empty: off
+	// Client TLS (Redis's tls-* directives).
+	TLSPort         int
+	TLSCertFile     string
+	TLSKeyFile      string
+	TLSCACertFile   string
+	TLSAuthClients  string // yes, no, optional
+	TLSProtocols    string
+	TLSCiphers      string // TLS 1.2 suites
+	TLSCipherSuites string // TLS 1.3 suites: checked only, Go offers all three
 	// Cluster.
 	Peers             string     // "id1=host1:raftport,id2=...": static bootstrap, the same on every node
 	AdvertiseAddr     string     // client address other nodes and clients use; default bind:port
@@ -135,6 +145,19 @@ func stringDirective(name string, field func(*Config) *string) directive {
 		func(c *Config) string { return *field(c) }}
 }
 
+// checkedDirective is a string that check must accept.
+func checkedDirective(name string, field func(*Config) *string, check func(string) error) directive {
+	return directive{name,
+		func(c *Config, v string) error {
+			if err := check(v); err != nil {
+				return err
+			}
+			*field(c) = v
+			return nil
+		},
+		func(c *Config) string { return *field(c) }}
+}
+
 func oneOf(name string, field func(*Config) *string, allowed ...string) directive {
 	return directive{name,
 		func(c *Config, v string) error {
@@ -180,6 +203,17 @@ func directives() []directive {
 		oneOf("log-format", func(c *Config) *string { return &c.LogFormat }, "text", "json"),
 		stringDirective("import", func(c *Config) *string { return &c.Import }),
 		stringDirective("pprof-addr", func(c *Config) *string { return &c.PprofAddr }),
+		intDirective("tls-port", func(c *Config) *int { return &c.TLSPort }, 0),
+		stringDirective("tls-cert-file", func(c *Config) *string { return &c.TLSCertFile }),
+		stringDirective("tls-key-file", func(c *Config) *string { return &c.TLSKeyFile }),
+		stringDirective("tls-ca-cert-file", func(c *Config) *string { return &c.TLSCACertFile }),
+		checkedDirective("tls-auth-clients", func(c *Config) *string { return &c.TLSAuthClients },
+			func(v string) error { _, err := tlsconf.ParseClientAuth(v); return err }),
+		checkedDirective("tls-protocols", func(c *Config) *string { return &c.TLSProtocols },
+			func(v string) error { _, _, err := tlsconf.ParseProtocols(v); return err }),
+		checkedDirective("tls-ciphers", func(c *Config) *string { return &c.TLSCiphers },
+			func(v string) error { _, err := tlsconf.ParseCipherSuites(v); return err }),
+		checkedDirective("tls-ciphersuites", func(c *Config) *string { return &c.TLSCipherSuites }, tlsconf.ParseTLS13Suites),
 		{"peers",
 			func(c *Config, v string) error {
 				if _, err := ParsePeers(v); err != nil {

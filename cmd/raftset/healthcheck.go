@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"raftset/internal/respwire"
+	"raftset/internal/tlsconf"
 )
 
 // raftset healthcheck: a container health probe that needs nothing but the
@@ -24,12 +26,18 @@ import (
 // raft_leader_id; ROLE for servers without a Raft section), so writes sent to
 // it can succeed.
 const healthcheckUsage = `usage: raftset healthcheck [--addr host:port] [--timeout 2s] [--writable] [--password P]
+                           [--tls [--cacert ca.crt] [--cert c.crt --key c.key] [--insecure]]
 
 Exits 0 when the node at --addr answers PING (and, with --writable, knows a
-Raft leader), 1 otherwise.
+Raft leader), 1 otherwise. With --tls it connects as redis-cli --tls does:
+the node's certificate must chain to --cacert (the system's roots when
+empty), its name is not checked; --cert and --key are presented when the node
+asks for a client certificate (tls-auth-clients).
 
 Environment: RAFTSET_HEALTH_ADDR (default --addr, else 127.0.0.1:6379),
-RAFTSET_HEALTH_PASSWORD (default --password, for a node with requirepass).
+RAFTSET_HEALTH_PASSWORD (default --password, for a node with requirepass),
+RAFTSET_HEALTH_TLS (yes: default --tls), RAFTSET_HEALTH_CACERT,
+RAFTSET_HEALTH_CERT, RAFTSET_HEALTH_KEY (defaults of --cacert, --cert, --key).
 `
 
 const defaultHealthAddr = "127.0.0.1:6379"
@@ -42,6 +50,11 @@ func runHealthcheck(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 2*time.Second, "give up after this long")
 	writable := fs.Bool("writable", false, "also require that the node knows a Raft leader")
 	password := fs.String("password", os.Getenv("RAFTSET_HEALTH_PASSWORD"), "AUTH with this password first")
+	useTLS := fs.Bool("tls", envYes("RAFTSET_HEALTH_TLS"), "connect with TLS (the node's tls-port)")
+	cacert := fs.String("cacert", os.Getenv("RAFTSET_HEALTH_CACERT"), "CA certificate the node's certificate must chain to")
+	cert := fs.String("cert", os.Getenv("RAFTSET_HEALTH_CERT"), "client certificate, for tls-auth-clients")
+	key := fs.String("key", os.Getenv("RAFTSET_HEALTH_KEY"), "client certificate's key")
+	insecure := fs.Bool("insecure", false, "do not check the node's certificate")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -56,13 +69,27 @@ func runHealthcheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "raftset healthcheck: --timeout must be positive")
 		return 1
 	}
-	msg, err := healthcheck(*addr, *timeout, *writable, *password)
+	var tlsCfg *tls.Config
+	if *useTLS {
+		var err error
+		tlsCfg, err = tlsconf.ClientConfig(tlsconf.Files{Cert: *cert, Key: *key, CA: *cacert}, *insecure)
+		if err != nil {
+			fmt.Fprintf(stderr, "raftset healthcheck: %v\n", err)
+			return 1
+		}
+	}
+	msg, err := healthcheck(*addr, *timeout, *writable, *password, tlsCfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "unhealthy: %s: %v\n", *addr, err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "healthy: %s: %s\n", *addr, msg)
 	return 0
+}
+
+func envYes(name string) bool {
+	v := strings.ToLower(os.Getenv(name))
+	return v == "yes" || v == "1" || v == "true"
 }
 
 func envOr(name, def string) string {
@@ -76,12 +103,13 @@ func envOr(name, def string) string {
 // array, so anything larger is refused rather than buffered.
 var healthLimits = respwire.Limits{MaxBulk: 1 << 20, MaxElems: 1024, MaxDepth: 8}
 
-// healthcheck probes the node at addr within timeout. It returns a short
-// description of a healthy node, or why the node is not healthy.
-func healthcheck(addr string, timeout time.Duration, writable bool, password string) (string, error) {
+// healthcheck probes the node at addr within timeout, over TLS when tlsCfg
+// is not nil. It returns a short description of a healthy node, or why the
+// node is not healthy.
+func healthcheck(addr string, timeout time.Duration, writable bool, password string, tlsCfg *tls.Config) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cl, err := respwire.DialContext(ctx, addr, respwire.DialOptions{Timeout: timeout, Limits: &healthLimits})
+	cl, err := respwire.DialContext(ctx, addr, respwire.DialOptions{Timeout: timeout, Limits: &healthLimits, TLS: tlsCfg})
 	if err != nil {
 		return "", err
 	}

@@ -103,11 +103,11 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	}
 
 	// Listen for clients first: the client address is published to the
-	// other nodes (port 0 picks one).
+	// other nodes (the TLS port's when port is 0).
 	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
-	ln, err := net.Listen("tcp", addr)
+	ln, ctls, err := listenClients(cfg, logger)
 	if err != nil {
-		return nil, fmt.Errorf("listen for clients: %w", err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -189,8 +189,10 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	}
 	n := &node{cfg: cfg, log: logger, fsm: f, raft: rn, server: srv, ln: ln, shutdown: shutdown}
 	n.registerConfig()
+	ctls.register(srv)
 	logger.Info("raftset ready", "version", version, "node-id", id, "addr", ln.Addr().String(),
-		"advertise-addr", cc.ClientAddr, "raft-addr", cfg.RaftAddr, "peers", len(peers), "join", cfg.Join, "dir", cfg.Dir)
+		"advertise-addr", cc.ClientAddr, "raft-addr", cfg.RaftAddr, "peers", len(peers), "join", cfg.Join, "dir", cfg.Dir,
+		"tls-port", cfg.TLSPort)
 	return n, nil
 }
 

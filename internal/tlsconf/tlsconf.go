@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -171,8 +172,16 @@ func ParseClientAuth(v string) (ClientAuth, error) {
 
 // ClientServer is the TLS configuration of the client port.
 func (s *Store) ClientServer(auth ClientAuth, opts Options) *tls.Config {
+	return s.ClientServerFunc(func() (ClientAuth, Options) { return auth, opts })
+}
+
+// ClientServerFunc is ClientServer with settings read at every handshake, so
+// that CONFIG SET tls-auth-clients, tls-protocols and tls-ciphers apply to
+// the next connection without a new listener.
+func (s *Store) ClientServerFunc(settings func() (ClientAuth, Options)) *tls.Config {
 	get := func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		cert, pool := s.current()
+		auth, opts := settings()
 		c := &tls.Config{
 			Certificates: []tls.Certificate{*cert},
 			MinVersion:   opts.MinVersion,
@@ -196,6 +205,58 @@ func (s *Store) ClientServer(auth ClientAuth, opts Options) *tls.Config {
 	return &tls.Config{GetConfigForClient: get, MinVersion: tls.VersionTLS12}
 }
 
+// CheckClient refuses a client-port setup Redis refuses too: verifying
+// clients (tls-auth-clients yes or optional) needs the CA that signs them,
+// or Go would fall back to the system's roots and admit any public
+// certificate.
+func (s *Store) CheckClient(auth ClientAuth) error {
+	if _, pool := s.current(); pool == nil && auth != ClientAuthNo {
+		return errors.New("tls: tls-ca-cert-file is needed when tls-auth-clients is yes or optional")
+	}
+	return nil
+}
+
+// ClientConfig is the TLS configuration of a one-off client such as the
+// healthcheck (redis-cli's --tls --cacert --cert --key): files.Cert and
+// files.Key, when given, are presented to servers that ask; the server's
+// chain is checked against files.CA (the system's roots when empty) but not
+// its name, as redis-cli does, since a node is often probed by an address
+// its certificate does not list. insecure skips the check (--insecure).
+func ClientConfig(files Files, insecure bool) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true}
+	if (files.Cert == "") != (files.Key == "") {
+		return nil, errors.New("tls: a client certificate needs both --cert and --key")
+	}
+	if files.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+		if err != nil {
+			return nil, fmt.Errorf("tls: load %s and %s: %w", files.Cert, files.Key, err)
+		}
+		// Always presented, as OpenSSL clients do (Go's own choice skips a
+		// certificate whose CA the server did not list, which would hide a
+		// wrong certificate behind tls-auth-clients optional).
+		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
+	}
+	if insecure {
+		return c, nil
+	}
+	var pool *x509.CertPool
+	if files.CA != "" {
+		pem, err := os.ReadFile(files.CA)
+		if err != nil {
+			return nil, fmt.Errorf("tls: read CA: %w", err)
+		}
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls: %s holds no PEM certificate", files.CA)
+		}
+	}
+	c.VerifyConnection = func(cs tls.ConnectionState) error {
+		return verifyChain(cs.PeerCertificates, pool, x509.ExtKeyUsageServerAuth)
+	}
+	return c, nil
+}
+
 // ParseProtocols parses tls-protocols ("TLSv1.2 TLSv1.3"); empty means both.
 func ParseProtocols(v string) (minV, maxV uint16, err error) {
 	if strings.TrimSpace(v) == "" {
@@ -215,9 +276,10 @@ func ParseProtocols(v string) (minV, maxV uint16, err error) {
 	return slices.Min(vs), slices.Max(vs), nil
 }
 
-// ParseCipherSuites parses tls-ciphersuites / tls-ciphers: IANA names
-// separated by ':' (Go does not let TLS 1.3 suites be chosen; they are
-// accepted and ignored).
+// ParseCipherSuites parses tls-ciphers (and tls-ciphersuites): suites
+// separated by ':', by IANA name (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) or
+// by OpenSSL's (ECDHE-RSA-AES128-GCM-SHA256) as redis.conf writes them. Go
+// does not let TLS 1.3 suites be chosen: they are accepted and ignored.
 func ParseCipherSuites(v string) ([]uint16, error) {
 	if strings.TrimSpace(v) == "" {
 		return nil, nil
@@ -229,8 +291,11 @@ func ParseCipherSuites(v string) ([]uint16, error) {
 	var out []uint16
 	for _, n := range strings.Split(v, ":") {
 		n = strings.TrimSpace(n)
-		if strings.HasPrefix(n, "TLS_AES_") || strings.HasPrefix(n, "TLS_CHACHA20_") {
+		if tls13Suites[n] {
 			continue
+		}
+		if iana, ok := opensslNames[n]; ok {
+			n = iana
 		}
 		id, ok := byName[n]
 		if !ok {
@@ -239,6 +304,39 @@ func ParseCipherSuites(v string) ([]uint16, error) {
 		out = append(out, id)
 	}
 	return out, nil
+}
+
+// ParseTLS13Suites checks tls-ciphersuites: TLS 1.3 suite names separated by
+// ':'. Go always offers all three, so the value is only validated.
+func ParseTLS13Suites(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	for _, n := range strings.Split(v, ":") {
+		if !tls13Suites[strings.TrimSpace(n)] {
+			return fmt.Errorf("%q is not a TLS 1.3 cipher suite (%s)", n, strings.Join(slices.Sorted(maps.Keys(tls13Suites)), ", "))
+		}
+	}
+	return nil
+}
+
+var tls13Suites = map[string]bool{
+	"TLS_AES_128_GCM_SHA256": true, "TLS_AES_256_GCM_SHA384": true, "TLS_CHACHA20_POLY1305_SHA256": true,
+}
+
+// opensslNames maps OpenSSL's names of the suites Go implements securely to
+// IANA's.
+var opensslNames = map[string]string{
+	"ECDHE-ECDSA-AES128-SHA":        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+	"ECDHE-ECDSA-AES256-SHA":        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+	"ECDHE-RSA-AES128-SHA":          "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+	"ECDHE-RSA-AES256-SHA":          "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+	"ECDHE-ECDSA-AES128-GCM-SHA256": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+	"ECDHE-ECDSA-AES256-GCM-SHA384": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+	"ECDHE-RSA-AES128-GCM-SHA256":   "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+	"ECDHE-RSA-AES256-GCM-SHA384":   "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+	"ECDHE-RSA-CHACHA20-POLY1305":   "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+	"ECDHE-ECDSA-CHACHA20-POLY1305": "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
 }
 
 func verifyChain(certs []*x509.Certificate, pool *x509.CertPool, usage x509.ExtKeyUsage) error {

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"raftset/internal/tlsconf"
+	"raftset/resp"
+)
+
+// errTLSApply is what Redis answers when a CONFIG SET of a tls-* directive
+// cannot take effect; the reason goes to the log.
+var errTLSApply = errors.New("Unable to update TLS configuration. Check server logs.")
+
+// clientTLS is the client port's TLS: the certificate store and the
+// settings read at every handshake, changed together by CONFIG SET.
+type clientTLS struct {
+	log   hclog.Logger
+	store *tlsconf.Store // nil when tls-port is 0: directives are only recorded
+
+	mu       sync.RWMutex
+	auth     tlsconf.ClientAuth // in force
+	opts     tlsconf.Options
+	settings tlsSettings // as set, in force once applied
+}
+
+// tlsSettings are the tls-* directives CONFIG SET can change.
+type tlsSettings struct {
+	cert, key, ca, auth, protocols, ciphers, suites string
+}
+
+func settingsOf(cfg *Config) tlsSettings {
+	return tlsSettings{cert: cfg.TLSCertFile, key: cfg.TLSKeyFile, ca: cfg.TLSCACertFile, auth: cfg.TLSAuthClients,
+		protocols: cfg.TLSProtocols, ciphers: cfg.TLSCiphers, suites: cfg.TLSCipherSuites}
+}
+
+// parse checks settings as a whole.
+func (st tlsSettings) parse() (tlsconf.ClientAuth, tlsconf.Options, error) {
+	auth, err := tlsconf.ParseClientAuth(st.auth)
+	if err != nil {
+		return 0, tlsconf.Options{}, err
+	}
+	var opts tlsconf.Options
+	if opts.MinVersion, opts.MaxVersion, err = tlsconf.ParseProtocols(st.protocols); err != nil {
+		return 0, tlsconf.Options{}, err
+	}
+	if opts.CipherSuites, err = tlsconf.ParseCipherSuites(st.ciphers); err != nil {
+		return 0, tlsconf.Options{}, fmt.Errorf("tls-ciphers: %w", err)
+	}
+	if err := tlsconf.ParseTLS13Suites(st.suites); err != nil {
+		return 0, tlsconf.Options{}, fmt.Errorf("tls-ciphersuites: %w", err)
+	}
+	return auth, opts, nil
+}
+
+// listenClients opens the client port (unless port is 0) and the TLS port
+// (when tls-port is set), served together by resp.Listeners.
+func listenClients(cfg *Config, log hclog.Logger) (net.Listener, *clientTLS, error) {
+	ct := &clientTLS{log: log, settings: settingsOf(cfg)}
+	if cfg.Port == 0 && cfg.TLSPort == 0 {
+		return nil, nil, errors.New("configured to not listen anywhere: port 0 needs a tls-port")
+	}
+	var tlsCfg *tls.Config
+	if cfg.TLSPort != 0 {
+		var err error
+		if ct.auth, ct.opts, err = ct.settings.parse(); err != nil {
+			return nil, nil, err
+		}
+		ct.store, err = tlsconf.Load(tlsconf.Files{Cert: cfg.TLSCertFile, Key: cfg.TLSKeyFile, CA: cfg.TLSCACertFile})
+		if err != nil {
+			return nil, nil, fmt.Errorf("tls-port: %w", err)
+		}
+		if err := ct.store.CheckClient(ct.auth); err != nil {
+			return nil, nil, err
+		}
+		tlsCfg = ct.store.ClientServerFunc(ct.current)
+	}
+	var plain, secure net.Listener
+	closeAll := func() {
+		for _, l := range []net.Listener{plain, secure} {
+			if l != nil {
+				_ = l.Close()
+			}
+		}
+	}
+	var err error
+	if cfg.Port != 0 {
+		if plain, err = net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))); err != nil {
+			return nil, nil, fmt.Errorf("listen for clients: %w", err)
+		}
+	}
+	if cfg.TLSPort != 0 {
+		if secure, err = net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.TLSPort))); err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("listen for TLS clients: %w", err)
+		}
+	}
+	ln, err := resp.Listeners(plain, secure, tlsCfg, func(addr net.Addr, err error) {
+		// Anyone can connect and fail: not worth more than debug.
+		log.Debug("TLS handshake failed", "addr", addr.String(), "error", err)
+	})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return ln, ct, nil
+}
+
+func (ct *clientTLS) current() (tlsconf.ClientAuth, tlsconf.Options) {
+	ct.mu.RLock()
+	defer ct.mu.RUnlock()
+	return ct.auth, ct.opts
+}
+
+// register serves the tls-* directives to CONFIG GET and CONFIG SET. A SET
+// takes effect once per command, for all of them together (a new certificate
+// comes with its key), and a failure keeps what was in force.
+func (ct *clientTLS) register(srv *resp.Server) {
+	apply := &resp.ConfigApply{Apply: ct.apply}
+	field := func(name string, f func(*tlsSettings) *string, check func(string) error) {
+		srv.RegisterConfigApplied(name,
+			func() string {
+				ct.mu.RLock()
+				defer ct.mu.RUnlock()
+				return *f(&ct.settings)
+			},
+			func(v string) error {
+				if check != nil {
+					if err := check(v); err != nil {
+						return err
+					}
+				}
+				ct.mu.Lock()
+				*f(&ct.settings) = v
+				ct.mu.Unlock()
+				return nil
+			}, apply)
+	}
+	field("tls-cert-file", func(s *tlsSettings) *string { return &s.cert }, nil)
+	field("tls-key-file", func(s *tlsSettings) *string { return &s.key }, nil)
+	field("tls-ca-cert-file", func(s *tlsSettings) *string { return &s.ca }, nil)
+	field("tls-auth-clients", func(s *tlsSettings) *string { return &s.auth }, func(v string) error {
+		if _, err := tlsconf.ParseClientAuth(v); err != nil {
+			return errors.New("argument(s) must be one of the following: no, yes, optional")
+		}
+		return nil
+	})
+	field("tls-protocols", func(s *tlsSettings) *string { return &s.protocols }, nil)
+	field("tls-ciphers", func(s *tlsSettings) *string { return &s.ciphers }, nil)
+	field("tls-ciphersuites", func(s *tlsSettings) *string { return &s.suites }, nil)
+}
+
+// apply makes the settings as set the ones in force: the files are re-read
+// even when their names did not change, which is how rotated certificates
+// are picked up.
+func (ct *clientTLS) apply() error {
+	ct.mu.RLock()
+	st := ct.settings
+	ct.mu.RUnlock()
+	auth, opts, err := st.parse()
+	if err == nil && ct.store != nil {
+		err = ct.store.SetFiles(tlsconf.Files{Cert: st.cert, Key: st.key, CA: st.ca})
+		if err == nil {
+			err = ct.store.CheckClient(auth)
+		}
+	}
+	if err != nil {
+		ct.log.Warn("failed applying new TLS configuration, restoring the previous settings", "error", err)
+		return errTLSApply
+	}
+	ct.mu.Lock()
+	ct.auth, ct.opts = auth, opts
+	ct.mu.Unlock()
+	if ct.store != nil {
+		ct.log.Info("TLS configuration applied", "cert", st.cert, "auth-clients", st.auth)
+	}
+	return nil
+}
