@@ -98,7 +98,7 @@ func (e *Engine) encodeJSON(buf *bytes.Buffer, v lua.LValue, depth int) string {
 		buf.WriteByte('{')
 		first := true
 		var msg string
-		x.ForEach(func(k, val lua.LValue) {
+		each(x, func(k, val lua.LValue) {
 			if msg != "" {
 				return
 			}
@@ -128,6 +128,14 @@ func (e *Engine) encodeJSON(buf *bytes.Buffer, v lua.LValue, depth int) string {
 		return "Cannot serialise " + v.Type().String() + ": type not supported"
 	}
 	return ""
+}
+
+// each calls fn for every pair of t in pairs() order. LTable.ForEach walks
+// Go maps, whose order differs between replicas.
+func each(t *lua.LTable, fn func(k, v lua.LValue)) {
+	for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+		fn(k, v)
+	}
 }
 
 // arrayLen reports whether every key of t is a positive integer and the
