@@ -39,19 +39,46 @@ func ParseShebang(body []byte) (ScriptFlags, []byte, string) {
 	if nl < 0 {
 		return 0, nil, "ERR Invalid script shebang"
 	}
-	parts := bytes.Fields(body[:nl])
+	flags, msg := shebangFlags(body[:nl])
+	if msg != "" {
+		return 0, nil, msg
+	}
+	code := make([]byte, len(body))
+	copy(code, body)
+	for i := range nl {
+		code[i] = ' '
+	}
+	return flags, code, ""
+}
+
+// NoWritesScript reports whether body declares no-writes in a valid
+// shebang: the front end runs EVAL of such a script as a read.
+func NoWritesScript(body []byte) bool {
+	if !bytes.HasPrefix(body, []byte("#!")) {
+		return false
+	}
+	nl := bytes.IndexByte(body, '\n')
+	if nl < 0 {
+		return false
+	}
+	flags, msg := shebangFlags(body[:nl])
+	return msg == "" && flags&ScriptNoWrites != 0
+}
+
+func shebangFlags(line []byte) (ScriptFlags, string) {
+	parts := bytes.Fields(line)
 	if len(parts) == 0 || string(parts[0]) != "#!lua" {
-		engine := body[:nl]
+		engine := line
 		if len(parts) > 0 {
 			engine = parts[0]
 		}
-		return 0, nil, "ERR Unexpected engine in script shebang: " + string(engine)
+		return 0, "ERR Unexpected engine in script shebang: " + string(engine)
 	}
 	flags := ScriptShebang
 	for _, p := range parts[1:] {
 		list, ok := bytes.CutPrefix(p, []byte("flags="))
 		if !ok {
-			return 0, nil, "ERR Unknown lua shebang option: " + string(p)
+			return 0, "ERR Unknown lua shebang option: " + string(p)
 		}
 		for _, f := range bytes.Split(list, []byte(",")) {
 			if len(f) == 0 {
@@ -65,14 +92,9 @@ func ParseShebang(body []byte) (ScriptFlags, []byte, string) {
 				}
 			}
 			if !known {
-				return 0, nil, "ERR Unexpected flag in script shebang: " + string(f)
+				return 0, "ERR Unexpected flag in script shebang: " + string(f)
 			}
 		}
 	}
-	code := make([]byte, len(body))
-	copy(code, body)
-	for i := range nl {
-		code[i] = ' '
-	}
-	return flags, code, ""
+	return flags, ""
 }
