@@ -81,6 +81,9 @@ func Compile(body []byte) (*Script, string) {
 	if err != nil {
 		return nil, "ERR Error compiling script (new function): " + compileError(err, code)
 	}
+	// The chunk is a vararg function; Lua 5.0's implicit "arg" table for it
+	// would cost a table per run, and no script reads it.
+	proto.IsVarArg &^= lua.VarArgNeedsArg
 	return &Script{SHA: SHA1Hex(body), Body: body, Flags: flags, proto: proto}, ""
 }
 
@@ -145,8 +148,9 @@ func (e *Engine) Run(s *Script, keys, argv [][]byte, seed int32, budget int64, h
 	e.globals.RawSetString("KEYS", e.strings(keys))
 	e.globals.RawSetString("ARGV", e.strings(argv))
 	defer func() {
-		e.globals.RawSetString("KEYS", L.NewTable())
-		e.globals.RawSetString("ARGV", L.NewTable())
+		// No script sees these: the next run sets its own.
+		e.globals.RawSetString("KEYS", lua.LNil)
+		e.globals.RawSetString("ARGV", lua.LNil)
 		e.host, e.script = nil, nil
 		e.resetProxies()
 		L.SetTop(0)
