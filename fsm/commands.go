@@ -92,6 +92,13 @@ func newCommandTable() map[string]*cmdDef {
 	add("decr", cmdDecr, nil)
 	add("incrby", cmdIncrBy, prepareIncrBy)
 	add("decrby", cmdIncrBy, prepareIncrBy)
+	// Scripting (cmd_script.go).
+	add("eval", cmdEval, prepareEval)
+	add("evalsha", cmdEvalSHA, prepareEval)
+	add("eval_ro", cmdEvalRO, nil)
+	add("evalsha_ro", cmdEvalSHARO, nil)
+	add("script", cmdScript, prepareScript)
+	t["eval"].readOK = true
 	// Server and connection commands the state machine answers: DEBUG
 	// DIGEST(-VALUE) reads state; PING and ECHO may sit in a transaction.
 	add("debug", cmdDebug, nil)

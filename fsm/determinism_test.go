@@ -6,11 +6,13 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
 
 	"raftset/internal/command"
+	"raftset/internal/script"
 )
 
 // logGen builds a random log of mixed commands against a reference FSM (the
@@ -73,7 +75,7 @@ func (g *logGen) command(tx bool) []string {
 			return []string{"pttl", k}
 		}
 	}
-	switch g.r.IntN(24) {
+	switch g.r.IntN(27) {
 	case 0, 1, 2, 3:
 		n := 1 + g.r.IntN(4)
 		if g.r.IntN(15) == 0 {
@@ -122,9 +124,48 @@ func (g *logGen) command(tx bool) []string {
 		return []string{"spop", k, "1"}
 	case 22:
 		return []string{"getex", k, "ex", strconv.Itoa(1 + g.r.IntN(5))}
+	case 23, 24:
+		body := g.script()
+		if g.r.IntN(3) == 0 {
+			return []string{"evalsha", script.SHA1Hex([]byte(body)), "2", k, g.key()}
+		}
+		return []string{"eval", body, "2", k, g.key()}
+	case 25:
+		switch g.r.IntN(8) {
+		case 0:
+			return []string{"script", "flush"}
+		default:
+			return []string{"script", "load", g.script()}
+		}
 	default:
 		return []string{"srandmember", k, "3"} // a read as a plain op of an entry
 	}
+}
+
+// scriptParts are pieces of random scripts: random numbers, SPOP, table
+// iteration, cjson, tostring of tables, TIME, errors after writes, pcall.
+var scriptParts = []string{
+	"redis.call('sadd', KEYS[1], tostring(math.random(1000)))",
+	"redis.call('spop', KEYS[1])",
+	"local m = redis.pcall('smembers', KEYS[2]) if type(m) == 'table' then for i, v in ipairs(m) do redis.call('sadd', KEYS[1], v .. i) end end",
+	"redis.call('set', KEYS[2], cjson.encode({a = math.random(), b = {1, 2, KEYS[1]}, c = {x = 1, y = 2}}))",
+	"local t = {} for k in pairs({x = 1, y = 2, [3] = 3, z = 4}) do t[#t + 1] = tostring(k) end redis.call('set', KEYS[1], table.concat(t, ','))",
+	"redis.pcall('incr', KEYS[1])",
+	"redis.call('set', KEYS[1], tostring({}) .. tostring(math.random()))",
+	"redis.pcall('pexpire', KEYS[1], math.random(5000))",
+	"if redis.call('exists', KEYS[1]) == 1 then redis.call('del', KEYS[2]) end",
+	"redis.call('set', KEYS[2], redis.call('time')[2])",
+	"if math.random(4) == 1 then error('boom') end",
+	"local n = 0 for i = 1, math.random(100) do n = n + i end redis.pcall('sadd', KEYS[2], n)",
+}
+
+func (g *logGen) script() string {
+	n := 1 + g.r.IntN(4)
+	parts := make([]string, 0, n+1)
+	for range n {
+		parts = append(parts, scriptParts[g.r.IntN(len(scriptParts))])
+	}
+	return strings.Join(append(parts, "return redis.pcall('scard', KEYS[1])"), "\n")
 }
 
 // op turns a command into the op the leader proposes.

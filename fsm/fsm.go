@@ -59,6 +59,8 @@ type FSM struct {
 	halted   chan struct{}
 	haltOnce sync.Once
 	haltErr  error
+
+	scripts scriptState // Lua interpreters and compiled scripts (cmd_script.go)
 }
 
 var (

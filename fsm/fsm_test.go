@@ -112,6 +112,13 @@ func TestPrepare(t *testing.T) {
 		{[]string{"getex", "k", "PERSIST"}, "getex k persist"},
 		{[]string{"getex", "k", "ex", "0"}, "getex k ex 0"}, // decided after the key lookup
 		{[]string{"getex", "k", "foo"}, "-ERR syntax error\r\n"},
+		{[]string{"eval", "return 1", "1", "k"}, "eval return 1 1 k"},
+		{[]string{"eval", "return 1", "2", "k"}, "-ERR Number of keys can't be greater than number of args\r\n"},
+		{[]string{"evalsha", "ab", "-1"}, "-ERR Number of keys can't be negative\r\n"},
+		{[]string{"evalsha", "ab", "one"}, "-ERR value is not an integer or out of range\r\n"},
+		{[]string{"script", "flush", "now"}, "-ERR SCRIPT FLUSH only support SYNC|ASYNC option\r\n"},
+		{[]string{"script", "load", "return +"}, "-ERR Error compiling script (new function): user_script:1: syntax error near '+'\r\n"},
+		{[]string{"script", "load", "return 1"}, "script load return 1"},
 		{[]string{"spop", "k", "-1"}, "-ERR value is out of range, must be positive\r\n"},
 		{[]string{"spop", "k", "1", "2"}, "-ERR syntax error\r\n"},
 		{[]string{"incrby", "k", "x"}, "-ERR value is not an integer or out of range\r\n"},

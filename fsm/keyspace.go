@@ -53,6 +53,11 @@ type keyspace struct {
 	lastDel uint64 // index of the last entry that deleted a key or flushed
 	index   uint64 // index and term of the last applied log entry
 	term    uint64
+
+	// scripts is the script cache, sha → body (cmd_script.go): replicated
+	// state, carried by snapshots in AuxScripts. FLUSHALL keeps it, as in
+	// Redis.
+	scripts map[string][]byte
 }
 
 const (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +49,7 @@ const (
 // standardAux are fields RestoredAux leaves out: Redis's own and ours.
 var standardAux = []string{
 	"redis-ver", "redis-bits", "ctime", "used-mem", "aof-base", snapshot.AuxRaftsetVer,
-	AuxClock, AuxLimits, AuxLastDelete, AuxIndex, AuxTerm, AuxVersions,
+	AuxClock, AuxLimits, AuxLastDelete, AuxIndex, AuxTerm, AuxVersions, AuxScripts,
 }
 
 // ErrSnapshot is wrapped by Restore and LoadRDB errors about the file's
@@ -99,6 +100,7 @@ type fsmSnapshot struct {
 	index   uint64
 	term    uint64
 	nodes   map[string]string // never changed in place (nodes.go)
+	scripts map[string][]byte // a copy of the script cache (bodies are never changed in place)
 	aux     []snapshot.AuxField
 	release sync.Once
 }
@@ -126,7 +128,7 @@ func (f *FSM) capture() *fsmSnapshot {
 		chunks: slices.Clone(ks.chunks),
 		keys:   make([]byte, 0, n*16),
 		now:    ks.now, lim: ks.lim, lastDel: ks.lastDel, index: ks.index, term: ks.term,
-		nodes: *f.nodes.Load(),
+		nodes: *f.nodes.Load(), scripts: maps.Clone(ks.scripts),
 	}
 	for i := range n {
 		k := ks.keys.At(i)
@@ -181,6 +183,9 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	aux = append(aux, s.aux...)
 	if len(s.nodes) > 0 {
 		aux = append(aux, snapshot.AuxField{Key: AuxNodes, Value: formatNodes(s.nodes)})
+	}
+	if len(s.scripts) > 0 {
+		aux = append(aux, snapshot.AuxField{Key: AuxScripts, Value: formatScripts(s.scripts)})
 	}
 	wr, err := snapshot.NewWriter(w, snapshot.WriterOptions{
 		Compress: true,
@@ -300,6 +305,7 @@ func (f *FSM) LoadRDB(r io.Reader, opts LoadOptions) (int, error) {
 	defer f.mu.Unlock()
 	old := f.ks
 	ks.now, ks.lim, ks.index, ks.term = old.now, old.lim, old.index, old.term
+	ks.scripts = old.scripts
 	ks.lastDel = old.index
 	for i := range ks.Len() {
 		ks.setVer(i, old.index)
@@ -420,6 +426,12 @@ func (ks *keyspace) applyAux(a snapshot.AuxField) error {
 		return num(&ks.index)
 	case AuxTerm:
 		return num(&ks.term)
+	case AuxScripts:
+		scripts, ok := parseScripts(a.Value)
+		if !ok {
+			return bad()
+		}
+		ks.scripts = scripts
 	case AuxVersions:
 		b := []byte(a.Value)
 		for i := range ks.Len() {

@@ -211,6 +211,13 @@ func aclCategories(spec *command.Spec) []string {
 		return []string{"@keyspace", "@read", "@slow", "@dangerous"}
 	case "object|help":
 		return []string{"@keyspace", "@slow"}
+	case "script":
+		return []string{"@slow"}
+	}
+	if spec.Group == "scripting" {
+		// Scripts are neither reads nor writes to ACLs: what they touch is
+		// checked per redis.call.
+		return []string{"@slow", "@scripting"}
 	}
 	has := func(f command.Flags) bool { return spec.Has(f) }
 	group := spec.Group

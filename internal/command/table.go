@@ -247,6 +247,25 @@ func Commands() Table {
 			syntax("key:key{RW,access,update}"),
 		spec("decrby", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.").
 			syntax("key:key{RW,access,update} decrement:integer"),
+		// Scripting: a script is one log entry (EVAL, EVALSHA) or one read
+		// (the _RO forms, and EVAL of a no-writes script).
+		spec("eval", -3, Write|MovableKeys, 0, 0, 0, "scripting", "2.6.0", "Executes a server-side Lua script.").
+			syntax("script:string numkeys:integer [key:key{RW,access,update}...] [arg:string...]"),
+		spec("evalsha", -3, Write|MovableKeys, 0, 0, 0, "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.").
+			syntax("sha1:string numkeys:integer [key:key{RW,access,update}...] [arg:string...]"),
+		spec("eval_ro", -3, ro|MovableKeys, 0, 0, 0, "scripting", "7.0.0", "Executes a read-only server-side Lua script.").
+			syntax("script:string numkeys:integer [key:key{RO,access}...] [arg:string...]"),
+		spec("evalsha_ro", -3, ro|MovableKeys, 0, 0, 0, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.").
+			syntax("sha1:string numkeys:integer [key:key{RO,access}...] [arg:string...]"),
+		spec("script", -2, 0, 0, 0, 0, "scripting", "2.6.0", "A container for Lua scripts management commands.",
+			spec("script|load", 3, Write, 0, 0, 0, "scripting", "2.6.0", "Loads a server-side Lua script to the script cache.").
+				syntax("script:string"),
+			spec("script|exists", -3, ro, 0, 0, 0, "scripting", "2.6.0", "Determines whether server-side Lua scripts exist in the script cache.").
+				syntax("sha1:string..."),
+			spec("script|flush", -2, Write, 0, 0, 0, "scripting", "2.6.0", "Removes all server-side Lua scripts from the script cache.").
+				syntax("[async: ASYNC | SYNC]@6.2.0"),
+			spec("script|kill", 2, ro, 0, 0, 0, "scripting", "2.6.0", "Terminates a server-side Lua script during execution."),
+			spec("script|help", 2, ro, 0, 0, 0, "scripting", "5.0.0", "Returns helpful text about the different subcommands.")),
 		// Transactions.
 		spec("multi", 1, Conn|fast|NoMulti, 0, 0, 0, "transactions", "1.2.0", "Starts a transaction."),
 		spec("exec", 1, Conn|NoMulti, 0, 0, 0, "transactions", "1.2.0", "Executes all commands in a transaction."),

@@ -2,6 +2,7 @@ package command
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -92,6 +93,37 @@ func TestParseArgs(t *testing.T) {
 	for _, bad := range []string{"x", "x:nosuchtype", "[a:string b:string]", "[l: a:string", "k:key", "k:key{RO}@", "(l: a:string | b:string c:string)"} {
 		if _, _, err := parseArgs(bad); err == nil {
 			t.Errorf("parseArgs(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestShebang(t *testing.T) {
+	cases := []struct {
+		body     string
+		flags    ScriptFlags
+		msg      string
+		noWrites bool
+	}{
+		{"return 1", 0, "", false},
+		{"#!lua\nreturn 1", ScriptShebang, "", false},
+		{"#!lua flags=no-writes,allow-stale\nreturn 1", ScriptShebang | ScriptNoWrites | ScriptAllowStale, "", true},
+		{"#!lua flags=\nreturn 1", ScriptShebang, "", false},
+		{"#!lua", 0, "ERR Invalid script shebang", false},
+		{"#!foo\nreturn 1", 0, "ERR Unexpected engine in script shebang: #!foo", false},
+		{"#!lua name=x\nreturn 1", 0, "ERR Unknown lua shebang option: name=x", false},
+		{"#!lua flags=no-writes allow-stale\nreturn 1", 0, "ERR Unknown lua shebang option: allow-stale", false},
+		{"#!lua flags=foo\nreturn 1", 0, "ERR Unexpected flag in script shebang: foo", false},
+	}
+	for _, c := range cases {
+		flags, code, msg := ParseShebang([]byte(c.body))
+		if flags != c.flags || msg != c.msg {
+			t.Errorf("%q: flags %b msg %q, want %b %q", c.body, flags, msg, c.flags, c.msg)
+		}
+		if msg == "" && (len(code) != len(c.body) || strings.Count(string(code), "\n") != strings.Count(c.body, "\n")) {
+			t.Errorf("%q: code %q keeps neither length nor lines", c.body, code)
+		}
+		if got := NoWritesScript([]byte(c.body)); got != c.noWrites {
+			t.Errorf("%q: NoWritesScript = %v", c.body, got)
 		}
 	}
 }

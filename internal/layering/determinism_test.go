@@ -18,7 +18,7 @@ import (
 // tree) whose non-test code must give the same result on every replica: the
 // state machine, the snapshot format it writes, and the set encodings whose
 // bytes and member order are part of the state.
-var deterministic = []string{"fsm", "snapshot", "internal/setenc/..."}
+var deterministic = []string{"fsm", "snapshot", "internal/setenc/...", "internal/script"}
 
 // banned maps an import path to the members of it that read the wall clock,
 // a global random source or the environment; "*" bans the whole package.

@@ -66,7 +66,7 @@ var rules = []rule{
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2", "go.etcd.io/bbolt", "github.com/hashicorp/go-hclog"},
 		notDeps: []string{"raftset/resp"}},
 	{pkg: "fsm",
-		may:     []string{"snapshot", "internal/command", "internal/setenc", "internal/setenc/hashtable", "internal/strictint", "internal/glob"},
+		may:     []string{"snapshot", "internal/command", "internal/setenc", "internal/setenc/hashtable", "internal/strictint", "internal/glob", "internal/script"},
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/go-hclog"},
 		notStd:  pure,
 		notDeps: []string{"raftset/cluster", "raftset/resp", "github.com/hashicorp/raft-boltdb/...", "go.etcd.io/bbolt", "github.com/tidwall/redcon"}},
@@ -84,6 +84,14 @@ var rules = []rule{
 		may:    []string{"internal/strictint", "internal/alloc"},
 		notStd: pure},
 	{pkg: "internal/strictint", notStd: pure},
+	// The Lua interpreter for scripts: it runs inside Apply on every replica,
+	// so it keeps the state machine's rules, and knows the keyspace only
+	// through the Host the state machine hands it.
+	{pkg: "internal/script",
+		may:     []string{"internal/command"},
+		ext:     []string{"github.com/yuin/gopher-lua", "github.com/yuin/gopher-lua/parse"},
+		notStd:  pure,
+		notDeps: append([]string{"raftset/fsm", "raftset/cluster", "raftset/resp"}, raftPkgs...)},
 	{pkg: "internal/glob", notStd: pure},
 	{pkg: "internal/alloc", notStd: pure},
 	{pkg: "internal/respwire"},

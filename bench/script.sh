@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Script throughput: EVALSHA of a three-command script (SADD, SISMEMBER,
+# SCARD on one key) at -P 10 against one raftset node and redis-server with
+# appendfsync always (the durable single-node anchor), alternating; prints
+# medians and the raftset/redis ratio.
+#
+#   bench/script.sh                 # RUNS=3 N=300000 by default
+#   RUNS=5 N=1000000 bench/script.sh
+#
+# Needs redis-server and redis-benchmark (apt-get install -y redis-server redis-tools).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-3}
+N=${N:-300000}
+P=${P:-10}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+go build -o "$work/raftset" ./cmd/raftset
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_ready() {
+  for _ in $(seq 1 400); do
+    [ "$(redis-cli -p "$1" SET __bench_ready 1 2>/dev/null)" = OK ] && { redis-cli -p "$1" DEL __bench_ready >/dev/null; return 0; }
+    sleep 0.05
+  done
+  echo "server on $1 did not become writable" >&2; return 1
+}
+start_redis() {
+  mkdir -p "$2"
+  redis-server --port "$1" --bind 127.0.0.1 --dir "$2" --save "" --appendonly yes \
+    --appendfsync always --logfile "$2/redis.log" --daemonize no & pids+=($!)
+  wait_ready "$1"
+}
+start_raftset() {
+  "$work/raftset" --port "$1" --raft-addr "127.0.0.1:$(free_port)" --dir "$2" --loglevel warn \
+    >"$2.log" 2>&1 & pids+=($!)
+  wait_ready "$1"
+}
+stop_last() { local p=${pids[-1]}; kill "$p"; wait "$p" 2>/dev/null || true; unset 'pids[-1]'; }
+median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+body="redis.call('sadd', KEYS[1], ARGV[1]) redis.call('sismember', KEYS[1], ARGV[1]) return redis.call('scard', KEYS[1])"
+# rps PORT → EVALSHA requests per second (the script loaded first)
+rps() {
+  local sha
+  sha=$(redis-cli -p "$1" SCRIPT LOAD "$body")
+  redis-benchmark -p "$1" -c 50 -P "$P" -n "$N" -r 200000 --threads 2 -q --csv \
+    evalsha "$sha" 1 __rand_int__ __rand_int__ 2>/dev/null |
+    awk -F'","' 'NR>1 || !/^"test"/ {gsub(/"/,"",$2); print $2; exit}'
+}
+
+r_list=(); s_list=()
+for run in $(seq 1 "$RUNS"); do
+  rp=$(free_port); start_redis "$rp" "$work/redis-$run"
+  sp=$(free_port); start_raftset "$sp" "$work/raftset-$run"
+  r_list+=("$(rps "$rp")")
+  s_list+=("$(rps "$sp")")
+  stop_last; stop_last
+  rm -rf "$work/redis-$run" "$work/raftset-$run"
+  echo "run $run: raftset ${s_list[-1]} redis ${r_list[-1]}" >&2
+done
+r=$(printf '%s\n' "${r_list[@]}" | median); s=$(printf '%s\n' "${s_list[@]}" | median)
+printf '%-44s %-3s %12s %12s %7s\n' command P raftset redis ratio
+printf '%-44s %-3s %12s %12s %7.2f\n' "evalsha (sadd, sismember, scard)" "$P" "$s" "$r" "$(echo "$s / $r" | bc -l)"
