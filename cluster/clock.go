@@ -28,7 +28,12 @@ import (
 //     elapsed since, corrected towards its wall clock by at most
 //     1/clockSlewDiv of that elapsed time.
 //   - A follower's estimate: the newest entry time it applied plus the
-//     monotonic time elapsed since it applied it; never its wall clock.
+//     monotonic time elapsed since it applied it, but never less than its
+//     previous estimate advanced at the slowest speed cluster time can
+//     have (1 − 1/clockSlewDiv); never its wall clock. The floor matters
+//     when entries are applied late: a new leader applies its
+//     predecessor's last entries only after winning the election, and
+//     counting from them would lose the election's duration.
 //   - Readings never go back on a node: each is at least the previous one.
 //   - A node that restarts guesses the cluster's time from its wall clock
 //     and the offset it saved (clockFile) before it stopped; the guess
@@ -48,8 +53,10 @@ const clockSlewDiv = 20
 // cluster clock from its own wall clock, in nanoseconds.
 const clockFile = "cluster-clock"
 
-// clockSavePeriod is how often the node refreshes clockFile.
-const clockSavePeriod = time.Second
+// clockSavePeriod is how often the node refreshes clockFile: a node
+// killed at once resumes from an offset at most this old (off by at most
+// 1/clockSlewDiv of it).
+const clockSavePeriod = 250 * time.Millisecond
 
 // clusterClock is one node's view of cluster time, in Unix nanoseconds.
 type clusterClock struct {
@@ -62,8 +69,12 @@ type clusterClock struct {
 	leading  bool          // as of the last reading
 	base     int64         // cluster time at monotonic time at
 	at       time.Duration //
-	seen     int64         // the newest entry time observed
-	last     int64         // the largest reading handed out
+	// floor is a follower's estimate at monotonic time fat, which it
+	// advances at the slowest cluster speed.
+	floor int64
+	fat   time.Duration
+	seen  int64 // the newest entry time observed
+	last  int64 // the largest reading handed out
 	// cold is the restart guess of cluster time at monotonic coldAt (0:
 	// none); it is dropped once an entry newer than it is observed.
 	cold   int64
@@ -89,9 +100,9 @@ func (c *clusterClock) read(leading bool) int64 {
 		var est int64
 		switch {
 		case c.anchored && c.cold != 0:
-			est = max(c.base+int64(m-c.at), c.cold+int64(m-c.coldAt))
+			est = max(c.estimate(m), c.cold+int64(m-c.coldAt))
 		case c.anchored:
-			est = c.base + int64(m-c.at)
+			est = c.estimate(m)
 		case c.cold != 0:
 			est = c.cold + int64(m-c.coldAt)
 		default: // a new cluster: its time starts at its first leader's clock
@@ -108,10 +119,23 @@ func (c *clusterClock) read(leading bool) int64 {
 		// Nothing applied yet, so no deadline to compare with: an answer
 		// that is not kept, lest a skewed wall clock become the floor.
 		return c.wall()
+	case c.leading:
+		// Leadership lost: count on from this node's last leader reading.
+		c.floor, c.fat = c.base+int64(m-c.at), m
 	}
 	c.leading = leading
-	t := max(c.base+int64(m-c.at), c.last)
+	t := c.estimate(m)
 	c.last = t
+	return t
+}
+
+// estimate is the clock's reading at monotonic time m (not yet kept).
+func (c *clusterClock) estimate(m time.Duration) int64 {
+	t := max(c.base+int64(m-c.at), c.last)
+	if !c.leading {
+		el := int64(m - c.fat)
+		t = max(t, c.floor+el-el/c.slewDiv)
+	}
 	return t
 }
 
@@ -133,8 +157,11 @@ func (c *clusterClock) observe(entryMs int64) {
 		c.cold = 0 // a leader stamped this after the restart: its time is better
 	}
 	switch {
-	case !c.anchored, !c.leading:
-		c.base, c.at, c.anchored = e, m, true
+	case !c.anchored:
+		c.base, c.at, c.floor, c.fat, c.anchored = e, m, e, m, true
+	case !c.leading:
+		c.floor, c.fat = c.estimate(m), m
+		c.base, c.at = e, m
 	case e > c.base+int64(m-c.at):
 		// An earlier leader's entry, applied after this node took over,
 		// ahead of its clock: the state machine is at that time already.
@@ -217,28 +244,32 @@ func (n *Node) runClock() {
 	t := time.NewTicker(clockSavePeriod)
 	defer t.Stop()
 	var saved int64
-	for {
-		select {
-		case <-n.stopCh:
-			return
-		case <-t.C:
-		}
+	save := func() {
 		off, ok := n.clock.offset(n.leading())
 		if !ok || (saved != 0 && max(off-saved, saved-off) < int64(time.Millisecond)) {
-			continue
+			return
 		}
 		// Rename makes the update atomic; without fsync a crash of the
 		// machine may lose it, and the node then resumes from the state's
 		// time (keys live longer, never shorter).
 		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, []byte(strconv.FormatInt(off, 10)+"\n"), 0o644); err != nil {
-			n.log.Warn("saving the cluster clock offset", "error", err)
-			continue
+		err := os.WriteFile(tmp, []byte(strconv.FormatInt(off, 10)+"\n"), 0o644)
+		if err == nil {
+			err = os.Rename(tmp, path)
 		}
-		if err := os.Rename(tmp, path); err != nil {
+		if err != nil {
 			n.log.Warn("saving the cluster clock offset", "error", err)
-			continue
+			return
 		}
 		saved = off
+	}
+	for {
+		select {
+		case <-n.stopCh:
+			save()
+			return
+		case <-t.C:
+			save()
+		}
 	}
 }
