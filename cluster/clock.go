@@ -1,10 +1,275 @@
 package cluster
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
-// now is this node's clock for everything that decides expiry: the time a
-// leader stamps on an entry (and turns relative TTLs into deadlines with),
-// the clock a read checks deadlines against, and active expiry's sample.
-// Config.ClockOffset shifts it, so the Jepsen suite can give one node a
-// skewed clock without touching the machine's (test-only).
-func (n *Node) now() time.Time { return time.Now().Add(n.cfg.ClockOffset) }
+	"github.com/hashicorp/raft"
+)
+
+// Cluster time (DESIGN.md, "Cluster time"). Every decision about expiry
+// uses one clock, the cluster clock: the time a leader stamps on an entry
+// and turns relative TTLs into deadlines with, the time a read compares
+// deadlines with, active expiry's sample. It is monotone on every node,
+// advances at real speed (by the node's monotonic clock) and converges on
+// the current leader's wall clock by slewing, never by stepping: a new
+// leader continues from the time the cluster had reached, so a deadline
+// set under a leader whose wall clock was an hour ahead still lies n
+// seconds after the write, and the cluster does not stay an hour ahead.
+//
+//   - The leader's clock: its previous reading plus the monotonic time
+//     elapsed since, corrected towards its wall clock by at most
+//     1/clockSlewDiv of that elapsed time.
+//   - A follower's estimate: the newest entry time it applied plus the
+//     monotonic time elapsed since it applied it, but never less than its
+//     previous estimate advanced at the slowest speed cluster time can
+//     have (1 − 1/clockSlewDiv); never its wall clock. The floor matters
+//     when entries are applied late: a new leader applies its
+//     predecessor's last entries only after winning the election, and
+//     counting from them would lose the election's duration.
+//   - Readings never go back on a node: each is at least the previous one.
+//   - A node that restarts guesses the cluster's time from its wall clock
+//     and the offset it saved (clockFile) before it stopped; the guess
+//     serves only if it leads before applying an entry stamped after its
+//     restart, so that time the cluster spent down still counts.
+//
+// Config.ClockOffset shifts the node's wall clock (test-only), so the
+// Jepsen suite and the process tests can skew one node.
+
+// clockSlewDiv bounds the slew: the cluster clock moves towards the
+// leader's wall clock by at most 1/20 of the elapsed time (50 ms a second):
+// while it converges, a TTL lasts between n/1.05 and n/0.95 seconds of
+// real time, and an hour of skew takes 20 hours to absorb.
+const clockSlewDiv = 20
+
+// clockFile, in the data dir, holds the node's last known offset of the
+// cluster clock from its own wall clock, in nanoseconds.
+const clockFile = "cluster-clock"
+
+// clockSavePeriod is how often the node refreshes clockFile: a node
+// killed at once resumes from an offset at most this old (off by at most
+// 1/clockSlewDiv of it).
+const clockSavePeriod = 250 * time.Millisecond
+
+// clusterClock is one node's view of cluster time, in Unix nanoseconds.
+type clusterClock struct {
+	mono    func() time.Duration // monotonic time since an arbitrary origin
+	wall    func() int64         // this node's wall clock, Unix ns
+	slewDiv int64
+
+	mu       sync.Mutex
+	anchored bool          // base holds a cluster time
+	leading  bool          // as of the last reading
+	base     int64         // cluster time at monotonic time at
+	at       time.Duration //
+	// floor is a follower's estimate at monotonic time fat, which it
+	// advances at the slowest cluster speed.
+	floor int64
+	fat   time.Duration
+	seen  int64 // the newest entry time observed
+	last  int64 // the largest reading handed out
+	// cold is the restart guess of cluster time at monotonic coldAt (0:
+	// none); it is dropped once an entry newer than it is observed.
+	cold   int64
+	coldAt time.Duration
+}
+
+func newClusterClock(mono func() time.Duration, wall func() int64) *clusterClock {
+	return &clusterClock{mono: mono, wall: wall, slewDiv: clockSlewDiv}
+}
+
+// now returns the cluster time in Unix milliseconds; leading says whether
+// this node is the leader (its clock then slews towards its wall clock).
+func (c *clusterClock) now(leading bool) int64 { return c.read(leading) / int64(time.Millisecond) }
+
+func (c *clusterClock) read(leading bool) int64 {
+	m := c.mono()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case leading && !c.leading:
+		// Taking over: continue from the cluster's time as this node
+		// knows it; the wall clock only by slewing, from the next reading.
+		var est int64
+		switch {
+		case c.anchored && c.cold != 0:
+			est = max(c.estimate(m), c.cold+int64(m-c.coldAt))
+		case c.anchored:
+			est = c.estimate(m)
+		case c.cold != 0:
+			est = c.cold + int64(m-c.coldAt)
+		default: // a new cluster: its time starts at its first leader's clock
+			est = c.wall()
+		}
+		c.base, c.at, c.anchored, c.cold = max(est, c.last), m, true, 0
+	case leading:
+		el := int64(m - c.at)
+		cur := c.base + el
+		lim := el / c.slewDiv
+		cur += min(max(c.wall()-cur, -lim), lim)
+		c.base, c.at = cur, m
+	case !c.anchored:
+		// Nothing applied yet, so no deadline to compare with: an answer
+		// that is not kept, lest a skewed wall clock become the floor.
+		return c.wall()
+	case c.leading:
+		// Leadership lost: count on from this node's last leader reading.
+		c.floor, c.fat = c.base+int64(m-c.at), m
+	}
+	c.leading = leading
+	t := c.estimate(m)
+	c.last = t
+	return t
+}
+
+// estimate is the clock's reading at monotonic time m (not yet kept).
+func (c *clusterClock) estimate(m time.Duration) int64 {
+	t := max(c.base+int64(m-c.at), c.last)
+	if !c.leading {
+		el := int64(m - c.fat)
+		t = max(t, c.floor+el-el/c.slewDiv)
+	}
+	return t
+}
+
+// observe tells the clock the state machine's time (the newest entry time
+// applied, Unix ms) after an apply or a restore.
+func (c *clusterClock) observe(entryMs int64) {
+	if entryMs <= 0 {
+		return
+	}
+	e := entryMs * int64(time.Millisecond)
+	m := c.mono()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.anchored && e <= c.seen {
+		return // no newer entry: keep counting from the one seen
+	}
+	c.seen = e
+	if c.cold != 0 && e > c.cold {
+		c.cold = 0 // a leader stamped this after the restart: its time is better
+	}
+	switch {
+	case !c.anchored:
+		c.base, c.at, c.floor, c.fat, c.anchored = e, m, e, m, true
+	case !c.leading:
+		c.floor, c.fat = c.estimate(m), m
+		c.base, c.at = e, m
+	case e > c.base+int64(m-c.at):
+		// An earlier leader's entry, applied after this node took over,
+		// ahead of its clock: the state machine is at that time already.
+		c.base, c.at = e, m
+	}
+}
+
+// restartGuess sets the restart guess from the offset (cluster time minus
+// this node's wall clock) saved before the node stopped.
+func (c *clusterClock) restartGuess(offset int64) {
+	m := c.mono()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cold, c.coldAt = c.wall()+offset, m
+}
+
+// offset returns the cluster time minus this node's wall clock (ns) and
+// whether the node knows cluster time.
+func (c *clusterClock) offset(leading bool) (int64, bool) {
+	t := c.read(leading)
+	c.mu.Lock()
+	ok := c.anchored
+	c.mu.Unlock()
+	return t - c.wall(), ok
+}
+
+// leading reports whether this node is the Raft leader (false before Raft
+// starts).
+func (n *Node) leading() bool { return n.raftStarted.Load() && n.raft.State() == raft.Leader }
+
+// nowMs is the cluster time in Unix milliseconds.
+func (n *Node) nowMs() int64 { return n.clock.now(n.leading()) }
+
+// newNodeClock makes the node's cluster clock over time.Now (shifted by
+// Config.ClockOffset) and its monotonic reading.
+func newNodeClock(off time.Duration) *clusterClock {
+	origin := time.Now()
+	return newClusterClock(func() time.Duration { return time.Since(origin) },
+		func() int64 { return time.Now().Add(off).UnixNano() })
+}
+
+// startClock anchors the clock on the restored state and, after a restart,
+// on the offset saved in clockFile. Call it after restoreLatest.
+func (n *Node) startClock() {
+	n.clock.observe(n.fsm.Clock())
+	n.meta.observe = func() { n.clock.observe(n.fsm.Clock()) }
+	if n.cfg.InMemory {
+		return
+	}
+	off, err := readClockFile(filepath.Join(n.cfg.DataDir, clockFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		n.log.Warn("ignoring the saved cluster clock offset", "error", err)
+	default:
+		n.clock.restartGuess(off)
+	}
+}
+
+func readClockFile(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// runClock saves the clock's offset from the wall clock every
+// clockSavePeriod while it changes, for the restart guess.
+func (n *Node) runClock() {
+	defer n.wg.Done()
+	if n.cfg.InMemory {
+		return
+	}
+	path := filepath.Join(n.cfg.DataDir, clockFile)
+	t := time.NewTicker(clockSavePeriod)
+	defer t.Stop()
+	var saved int64
+	save := func() {
+		off, ok := n.clock.offset(n.leading())
+		if !ok || (saved != 0 && max(off-saved, saved-off) < int64(time.Millisecond)) {
+			return
+		}
+		// Rename makes the update atomic; without fsync a crash of the
+		// machine may lose it, and the node then resumes from the state's
+		// time (keys live longer, never shorter).
+		tmp := path + ".tmp"
+		err := os.WriteFile(tmp, []byte(strconv.FormatInt(off, 10)+"\n"), 0o644)
+		if err == nil {
+			err = os.Rename(tmp, path)
+		}
+		if err != nil {
+			n.log.Warn("saving the cluster clock offset", "error", err)
+			return
+		}
+		saved = off
+	}
+	for {
+		select {
+		case <-n.stopCh:
+			save()
+			return
+		case <-t.C:
+			save()
+		}
+	}
+}

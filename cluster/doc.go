@@ -107,8 +107,9 @@
 //
 // # Test-only switches (clock.go, ackearly.go)
 //
-// Config.ClockOffset shifts the node's clock (n.now: entry time, read
-// expiry, active expiry); Config.AckBeforeCommit makes the leader answer
+// Config.ClockOffset shifts the node's wall clock, which the cluster clock
+// (clock.go: entry time, read expiry, active expiry) slews towards while
+// the node leads; Config.AckBeforeCommit makes the leader answer
 // writes before they commit. Both exist for the Jepsen suite; cmd/raftset
 // refuses them without enable-debug-flags.
 package cluster

@@ -45,7 +45,7 @@ func (n *Node) runExpiry() {
 func (n *Node) expireCycle() {
 	deadline := time.Now().Add(expireBudget)
 	for !n.isClosing() {
-		keys := n.fsm.ExpiredKeys(n.now().UnixMilli(), expireSample)
+		keys := n.fsm.ExpiredKeys(n.nowMs(), expireSample)
 		if len(keys) == 0 {
 			return
 		}

@@ -88,6 +88,12 @@ func newFakeFSM() *fakeFSM {
 
 var _ stateMachine = (*fakeFSM)(nil)
 
+func (f *fakeFSM) Clock() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
 func (f *fakeFSM) Apply(l *raft.Log) any {
 	e, err := command.Decode(l.Data)
 	if err != nil {

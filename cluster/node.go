@@ -64,6 +64,7 @@ type Node struct {
 	saveMu       sync.Mutex // one snapshot request at a time
 	lastSave     atomic.Int64
 	started      time.Time
+	clock        *clusterClock // cluster time (clock.go)
 }
 
 // nodeStats are the node's own counters, reported by Info.
@@ -115,6 +116,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 		stopCh:  make(chan struct{}),
 		stopped: make(chan struct{}),
 		started: time.Now(),
+		clock:   newNodeClock(cfg.ClockOffset),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.meta = newMetaFSM(f)
@@ -152,6 +154,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 		return nil, err
 	}
 	n.rd.floor.Store(floor)
+	n.startClock()
 
 	if err := n.startRaft(stable, trans); err != nil {
 		return nil, err
@@ -300,7 +303,8 @@ func (n *Node) bootstrapConfiguration(self raft.ServerAddress) raft.Configuratio
 func (n *Node) startLoops() {
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(8)
+	n.wg.Add(9)
+	go n.runClock()
 	go n.runDefrag()
 	go n.runLogRetention()
 	go n.runProposer()

@@ -455,7 +455,7 @@ func (w *writer) propose(q []*writeReq) bool {
 		}
 		return false
 	}
-	now := n.now().UnixMilli()
+	now := n.nowMs()
 	w.startEntry(now)
 	maxOp := n.cfg.MaxEntryBytes - entryOverhead
 	maxSingle := max(n.cfg.MaxOpBytes, n.cfg.MaxEntryBytes) - entryOverhead

@@ -96,7 +96,7 @@ func (n *Node) Read(ctx context.Context, args [][]byte, stale bool) []byte {
 		}
 		n.st.reads.Add(1)
 	}
-	return n.fsm.Read(args, n.now().UnixMilli(), randSource{}, nil)
+	return n.fsm.Read(args, n.nowMs(), randSource{}, nil)
 }
 
 // Watch returns the WATCH stamps of keys after the same barrier as a
@@ -272,7 +272,7 @@ func (n *Node) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]b
 		}
 		n.st.reads.Add(uint64(len(cmds)))
 	}
-	now := n.now().UnixMilli()
+	now := n.nowMs()
 	for i, args := range cmds {
 		out[i] = n.fsm.Read(args, now, randSource{}, nil)
 	}

@@ -51,11 +51,17 @@ type metaFSM struct {
 
 	// checkRestore, when set, may refuse a restore before it starts.
 	checkRestore func() error
+	// observe, when set, runs after every apply and restore (the cluster
+	// clock learns the state's time: clock.go).
+	observe func()
 }
 
 func newMetaFSM(f stateMachine) *metaFSM { return &metaFSM{stateMachine: f} }
 
 func (m *metaFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	if m.observe != nil {
+		defer m.observe()
+	}
 	if b, ok := m.stateMachine.(raft.BatchingFSM); ok {
 		return b.ApplyBatch(logs)
 	}
@@ -76,7 +82,11 @@ func (m *metaFSM) Restore(rc io.ReadCloser) error {
 			return err
 		}
 	}
-	return m.stateMachine.Restore(rc)
+	err := m.stateMachine.Restore(rc)
+	if err == nil && m.observe != nil {
+		m.observe()
+	}
+	return err
 }
 
 // refuseStaleRestore is the metaFSM's restore check.

@@ -28,6 +28,8 @@ type stateMachine interface {
 	WatchStamp(keys [][]byte) []command.Watch
 	// ExpiredKeys samples up to max keys whose deadline is at or before nowMs.
 	ExpiredKeys(nowMs int64, max int) [][]byte
+	// Clock is the state's time: the newest entry time applied (Unix ms).
+	Clock() int64
 	// WaitApplied blocks until the entry at index (a command entry) has been
 	// applied, or ctx ends.
 	WaitApplied(ctx context.Context, index uint64) error

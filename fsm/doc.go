@@ -19,8 +19,10 @@
 // # Determinism (docs/invariants.md §3)
 //
 // Apply reads nothing but the entry and the state. Its clock is
-// now = max(previous now, entry.NowMs), the proposing leader's clock, so it
-// never runs backwards across leader changes. Every random choice (SPOP,
+// now = max(previous now, entry.NowMs), the proposing leader's cluster
+// clock, so it never runs backwards across leader changes; the cluster
+// clock continues from it (cluster/clock.go), so it does not jump ahead
+// with a leader whose wall clock does. Every random choice (SPOP,
 // and SRANDMEMBER or RANDOMKEY inside a transaction) comes from a PCG seeded
 // with the entry's index and term and the command's position in the entry,
 // over member and key orders that are themselves replicated state: the

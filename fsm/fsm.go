@@ -255,6 +255,14 @@ func (f *FSM) WatchStamp(keys [][]byte) []command.Watch {
 // restored from a snapshot).
 func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
 
+// Clock returns the state machine's clock (Unix ms): the newest entry time
+// applied, which the node's cluster clock follows (cluster/clock.go).
+func (f *FSM) Clock() int64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.ks.now
+}
+
 // WaitApplied blocks until AppliedIndex() >= index or ctx ends. Only entries
 // Raft hands to the FSM (commands and configuration changes) advance it: a
 // caller waiting for a commit index that a no-op entry holds should use

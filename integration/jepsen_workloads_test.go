@@ -82,19 +82,28 @@ func TestJepsenQueue(t *testing.T) {
 }
 
 // TestJepsenTTL: keys with TTLs under kill -9 / SIGSTOP with n1's clock
-// 250 ms ahead (clock-ahead) or behind (clock-behind); the TTL model must
-// accept the history with the offset's uncertainty, reject it without
-// (the offset took effect and the checker can fail), and keys must have
-// been seen both alive and expired.
+// 250 ms ahead (clock-ahead) or behind (clock-behind), and with n1's clock
+// an hour ahead and n2's an hour behind while leadership moves between
+// the nodes (RAFT.TRANSFER) besides kill -9 and SIGSTOP of the leader
+// (clock-hour-transfers); the TTL model must accept the history with the
+// cluster clock's uncertainty (check.ClusterBounds), reject it assuming
+// exact clocks (the offsets took effect through the slew and the checker
+// can fail), and keys must have been seen both alive and expired.
 func TestJepsenTTL(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		offset time.Duration
-	}{{"clock-ahead", 250 * time.Millisecond}, {"clock-behind", -250 * time.Millisecond}} {
+		name    string
+		offsets map[string]time.Duration
+		faults  []string
+	}{
+		{"clock-ahead", map[string]time.Duration{"n1": 250 * time.Millisecond}, faultsKillPause},
+		{"clock-behind", map[string]time.Duration{"n1": -250 * time.Millisecond}, faultsKillPause},
+		{"clock-hour-transfers", map[string]time.Duration{"n1": time.Hour, "n2": -time.Hour},
+			[]string{faultTransfer, faultTransfer, faultTransfer, "kill-leader", "pause-leader"}},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc := ttlScenario(seedFor(t), duration(t, 60*time.Second))
 			sc.Name = "ttl-" + c.name
-			sc.ClockOffsets = map[string]time.Duration{"n1": c.offset}
+			sc.ClockOffsets, sc.Faults = c.offsets, c.faults
 			res := runScenario(t, sc)
 			assertValid(t, sc, res)
 			if res.TTL.Operations < 100 || res.TTLAlive < 50 || res.TTLGone < 20 {
@@ -102,9 +111,9 @@ func TestJepsenTTL(t *testing.T) {
 					res.TTL.Operations, res.TTLAlive, res.TTLGone)
 			}
 			// The checker can fail on this very history: told that every
-			// clock is exact, it must find n1's offset.
+			// clock is exact, it must find the slew the offsets caused.
 			if res.TTLExactClocks != string(porcupine.Illegal) {
-				t.Errorf("assuming exact clocks, the TTL checker says %q: the offset did not show", res.TTLExactClocks)
+				t.Errorf("assuming exact clocks, the TTL checker says %q: the offsets did not show", res.TTLExactClocks)
 			}
 		})
 	}

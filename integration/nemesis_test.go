@@ -31,6 +31,9 @@ var (
 	faultsKillPause = []string{"kill-random", "kill-leader", "pause-leader", "kill-majority"}
 	faultsPartition = []string{"partition-majority", "partition-leader", "partition-ring", "partition-oneway"}
 	faultsMember    = []string{"remove-leader", "remove-random", "remove-wipe", "remove-isolated", "island"}
+	// faultTransfer moves leadership to another running node (RAFT.TRANSFER):
+	// with skewed clocks, from one wall clock to another.
+	faultTransfer = "transfer"
 )
 
 // schedule draws faults from kinds until total is filled. The same seed
@@ -75,6 +78,8 @@ func schedule(seed uint64, kinds []string, nodes []string, total time.Duration) 
 			// Jepsen's island: cut the leader off, then ask it to remove
 			// every other node. It cannot commit that without them.
 			f.Kind, f.Target, f.Net, f.Hold = "island", "leader", netLeader, ms(2000, 2000)
+		case faultTransfer:
+			f.Kind, f.Target, f.Hold = "transfer", "leader", ms(500, 1500)
 		case "snapshot-catchup":
 			// Down long enough for more than --trailing-logs entries.
 			f.Kind, f.Target, f.Hold = "snapshot", "follower", ms(3000, 2000)
@@ -161,6 +166,18 @@ func (nm *nemesis) inject(f fault, target string) (string, func() error, error) 
 		return strings.Join(victims, ","), heal, nil
 	case "pause":
 		return target, func() error { return cl.Resume(target) }, cl.Pause(target)
+	case "transfer":
+		var to []string
+		for _, id := range cl.Nodes() {
+			if id != target && cl.Running(id) && !cl.Paused(id) {
+				to = append(to, id)
+			}
+		}
+		if len(to) == 0 {
+			return target, nil, errors.New("no other running node to transfer to")
+		}
+		next := to[f.Pick%uint64(len(to))]
+		return target + " -> " + next, func() error { return nil }, adminCommand(cl.Addr(target), "RAFT.TRANSFER", next)
 	case "partition":
 		p, err := buildPartition(f.Net, cl.Nodes(), target, f.Pick)
 		if err != nil {

@@ -28,7 +28,11 @@ func (cp *clusterProc) start(t *testing.T) {
 
 // startCluster starts size raftset processes bootstrapped from one --peers
 // list and waits until each of them accepts writes (a follower forwards).
-func startCluster(t *testing.T, size int) []*clusterProc {
+func startCluster(t *testing.T, size int) []*clusterProc { return startClusterWith(t, size, nil) }
+
+// startClusterWith is startCluster with extra command-line arguments for
+// some nodes (by id).
+func startClusterWith(t *testing.T, size int, extra map[string][]string) []*clusterProc {
 	t.Helper()
 	var peers []string
 	nodes := make([]*clusterProc, size)
@@ -44,6 +48,7 @@ func startCluster(t *testing.T, size int) []*clusterProc {
 		_, port, _ := net.SplitHostPort(cp.addr)
 		cp.extra = []string{"--port", port, "--raft-addr", raftAddrs[i], "--node-id", cp.id,
 			"--peers", strings.Join(peers, ","), "--loglevel", "info"}
+		cp.extra = append(cp.extra, extra[cp.id]...)
 		cp.start(t)
 	}
 	for _, cp := range nodes {

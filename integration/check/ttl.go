@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,11 +44,42 @@ import (
 // PX ttl returned must not see the value, and one that returns less than
 // ttl − (Hi − Lo) after the SET was invoked must see it (if nothing else
 // wrote the key).
+//
+// The cluster clock (cluster/DESIGN.md, "Cluster time") makes a weaker
+// and more useful promise, whatever the nodes' offsets: the cluster's
+// time runs at between 1 − Slew and 1 + Slew of real speed while it slews
+// towards the leader's wall clock, and a node's view of it is within
+// [Lo, Hi] of it (a follower counts from the newest entry it applied).
+// The model then measures deadlines in real time: a write's deadline
+// passes between ttl/(1 + Slew) and ttl/(1 − Slew) after it took effect,
+// so D lies in [call + Lo + ttl/(1 + Slew), ret + Hi + ttl/(1 − Slew)],
+// and the reads are checked as above. Slew 0 is the model of fixed
+// offsets.
 
 // ClockBounds is the offset range of the nodes' clocks, in nanoseconds.
 type ClockBounds struct {
 	Lo int64 `json:"lo_ns"`
 	Hi int64 `json:"hi_ns"`
+	// Slew bounds the clock's rate: between 1 − Slew and 1 + Slew of real
+	// speed (0: exact speed).
+	Slew float64 `json:"slew,omitempty"`
+}
+
+// ClusterSlew is the cluster clock's bound on its rate (cluster/clock.go,
+// clockSlewDiv: at most 1/20 of elapsed time).
+const ClusterSlew = 1.0 / 20
+
+// ViewSlack bounds how far a node's view of cluster time is from the
+// leader's: a follower counts from the newest entry it applied, so it is
+// behind by the delay between the leader stamping an entry and the
+// follower applying it; a node that restarts and leads at once resumes
+// from an offset saved up to a quarter of a second before it stopped.
+const ViewSlack = 100 * time.Millisecond
+
+// ClusterBounds are the bounds of the cluster clock, whatever the nodes'
+// offsets.
+func ClusterBounds() ClockBounds {
+	return ClockBounds{Lo: -int64(ViewSlack + ClockSlack), Hi: int64(ViewSlack + ClockSlack), Slew: ClusterSlew}
 }
 
 // ClockSlack widens the bounds for millisecond truncation of the nodes'
@@ -104,6 +136,9 @@ func satAdd(a, b int64) int64 {
 // TTLModel is the model above for the bounds b.
 func TTLModel(b ClockBounds) porcupine.Model {
 	const msNs = int64(time.Millisecond)
+	// shortest and longest real time a remaining time d lasts.
+	shortest := func(d int64) int64 { return int64(float64(d) / (1 + b.Slew)) }
+	longest := func(d int64) int64 { return int64(math.Ceil(float64(d) / (1 - b.Slew))) }
 	alive := func(s ttlState, eLo int64) (ttlState, bool) { // E ≥ eLo and E < D
 		if !s.Exists {
 			return s, false
@@ -136,14 +171,14 @@ func TTLModel(b ClockBounds) porcupine.Model {
 		return s, true
 	}
 	deadline := func(i ttlIn) ttlState {
-		return ttlState{Exists: true, HasTTL: true, Dlo: i.Call + b.Lo + i.TTL,
-			Dhi: satAdd(satAdd(i.Ret, b.Hi), i.TTL), Pend: i.TTL}
+		return ttlState{Exists: true, HasTTL: true, Dlo: i.Call + b.Lo + shortest(i.TTL),
+			Dhi: satAdd(satAdd(i.Ret, b.Hi), longest(i.TTL)), Pend: i.TTL}
 	}
 	step := func(st, in, out any) []any {
 		s, i, o := st.(ttlState), in.(ttlIn), out.(ttlOut)
 		if s.HasTTL && i.Ret != math.MaxInt64 {
 			// This op is linearized after the write that set the deadline.
-			s.Dhi = min(s.Dhi, satAdd(satAdd(i.Ret, b.Hi), s.Pend))
+			s.Dhi = min(s.Dhi, satAdd(satAdd(i.Ret, b.Hi), longest(s.Pend)))
 			if s.Dhi < s.Dlo {
 				return nil
 			}
@@ -194,6 +229,7 @@ func TTLModel(b ClockBounds) porcupine.Model {
 				if i.F == "ttl" {
 					lo, hi = (o.N*1000-500)*msNs-msNs, (o.N*1000+499)*msNs+msNs
 				}
+				lo, hi = shortest(lo), longest(hi)
 				if a, ok := alive(s, eLo); ok {
 					if w, ok := within(a, eLo+lo, satAdd(eHi, hi)); ok {
 						next = append(next, w)
@@ -291,6 +327,12 @@ func TTL(ops []Op, b ClockBounds, vizPath string, timeout time.Duration) (LinRes
 	return res, runPorcupine(TTLModel(b), h, vizPath, timeout, &res)
 }
 
+// ClusterClockEvent is the nemesis event a run records when its nodes
+// keep a cluster clock (ClusterBounds), so that Bounds knows the model.
+func ClusterClockEvent() Event {
+	return Event{Proc: NemesisProc, Type: "info", F: "cluster-clock", Value: strconv.FormatFloat(ClusterSlew, 'g', -1, 64)}
+}
+
 // ClockOffsetEvent is the nemesis event a run records for each node started
 // with a clock offset, so that its history alone gives the TTL checker its
 // bounds.
@@ -298,11 +340,16 @@ func ClockOffsetEvent(node string, offset time.Duration) Event {
 	return Event{Proc: NemesisProc, Type: "info", F: "clock-offset", Node: node, Value: offset.String()}
 }
 
-// Bounds returns the clock bounds recorded in a history's nemesis events
-// (no clock-offset event: every clock true, within ClockSlack).
+// Bounds returns the clock bounds recorded in a history's nemesis events:
+// ClusterBounds after a cluster-clock event, else those of the recorded
+// clock offsets (no clock-offset event: every clock true, within
+// ClockSlack).
 func Bounds(nemesis []Event) ClockBounds {
 	var offs []time.Duration
 	for _, e := range nemesis {
+		if e.F == "cluster-clock" {
+			return ClusterBounds()
+		}
 		if e.F != "clock-offset" {
 			continue
 		}

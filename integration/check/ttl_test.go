@@ -102,3 +102,44 @@ func TestTTLVisualisation(t *testing.T) {
 		t.Fatalf("%+v, %v", res, err)
 	}
 }
+
+// With the cluster clock's bounds (rate within 5%, views within 105 ms), a
+// key set with PX 1000 over [0, 10] ms has its deadline in [847, 1168] ms
+// of real time, however far the nodes' wall clocks are apart: a read may
+// find it gone once it returns after 742.4 ms, alive until it starts after
+// 1273 ms. A key that expires early is still caught, the EX 60
+// gone at once first.
+func TestTTLModelClusterClock(t *testing.T) {
+	b := Bounds([]Event{ClockOffsetEvent("n1", time.Hour), ClockOffsetEvent("n3", -time.Hour), ClusterClockEvent()})
+	if b != ClusterBounds() || b.Lo != -105*msec || b.Hi != 105*msec || b.Slew != 0.05 {
+		t.Fatalf("bounds %+v", b)
+	}
+	set := ttlOp(0, "set", 0, 10, setPX("v1", 1000))
+	for _, tc := range []struct {
+		name  string
+		ops   []Op
+		legal bool
+	}{
+		{"gone within the uncertainty before it", []Op{set, ttlOp(1, "get", 740, 743, isNil)}, true},
+		{"GONE before deadline/1.05 - uncertainty", []Op{set, ttlOp(1, "get", 730, 742, isNil)}, false},
+		{"alive within the uncertainty after it", []Op{set, ttlOp(1, "get", 1272, 1280, value("v1"))}, true},
+		{"ALIVE past deadline/0.95 + uncertainty", []Op{set, ttlOp(1, "get", 1274, 1280, value("v1"))}, false},
+		{"EX 60 GONE AT ONCE", []Op{ttlOp(0, "set", 0, 10, setPX("session", 60000)), ttlOp(1, "get", 20, 30, isNil)}, false},
+		{"pttl within the slew", []Op{set, ttlOp(1, "pttl", 100, 110, n(1200))}, true},
+		{"PTTL BEYOND THE SLEW", []Op{set, ttlOp(1, "pttl", 100, 110, n(1400))}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := TTL(tc.ops, b, "", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := porcupine.Illegal
+			if tc.legal {
+				want = porcupine.Ok
+			}
+			if res.Result != string(want) {
+				t.Errorf("%s: porcupine %s, want %s", tc.name, res.Result, want)
+			}
+		})
+	}
+}
