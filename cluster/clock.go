@@ -195,6 +195,10 @@ func (n *Node) leading() bool { return n.raftStarted.Load() && n.raft.State() ==
 // nowMs is the cluster time in Unix milliseconds.
 func (n *Node) nowMs() int64 { return n.clock.now(n.leading()) }
 
+// ClusterTime is the cluster clock as this node reads it: what expiry on
+// this node compares deadlines with, and what TIME answers.
+func (n *Node) ClusterTime() time.Time { return time.Unix(0, n.clock.read(n.leading())) }
+
 // newNodeClock makes the node's cluster clock over time.Now (shifted by
 // Config.ClockOffset) and its monotonic reading.
 func newNodeClock(off time.Duration) *clusterClock {

@@ -40,6 +40,7 @@ func (nullStore) Wait(ctx context.Context, args [][]byte, index uint64) []byte {
 func (nullStore) Admin(ctx context.Context, args [][]byte) []byte              { return command.OK }
 func (nullStore) Internal(ctx context.Context, args [][]byte) []byte           { return command.OK }
 func (nullStore) Info() []InfoSection                                          { return nil }
+func (nullStore) ClusterTime() time.Time                                       { return time.Now() }
 
 // benchPipeline runs clients connections that each send pipelines of 10
 // commands, like redis-benchmark -P 10, and reports requests per second.

@@ -72,7 +72,7 @@ func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte 
 		c.readonly.Store(c.stale)
 		return append(dst, command.OK...)
 	case "time":
-		now := time.Now()
+		now := c.s.store.ClusterTime()
 		dst = command.AppendArray(dst, 2)
 		dst = command.AppendBulkInt(dst, now.Unix())
 		return command.AppendBulkInt(dst, int64(now.Nanosecond()/1000))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"raftset/internal/command"
 	"raftset/internal/glob"
@@ -181,6 +182,8 @@ func (f *fakeStore) Admin(ctx context.Context, args [][]byte) []byte {
 	}
 	return command.Error("ERR unsupported by the fake store")
 }
+
+func (f *fakeStore) ClusterTime() time.Time { return time.Now() }
 
 func (f *fakeStore) Info() []InfoSection {
 	f.mu.Lock()

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"time"
 
 	"raftset/internal/command"
 )
@@ -46,6 +47,10 @@ type Store interface {
 	// Info returns the INFO sections the store owns (memory, persistence,
 	// replication, keyspace, raft), each as ordered "field:value" pairs.
 	Info() []InfoSection
+	// ClusterTime is the time the store's expiry decisions use (the
+	// replicated cluster clock, not this machine's wall clock); TIME
+	// answers it.
+	ClusterTime() time.Time
 }
 
 // InfoSection is one "# Name" block of INFO. Name is printed as given

@@ -120,6 +120,12 @@ func TestSkewedFailoverKeepsTTLs(t *testing.T) {
 	if off := clockOffsetMs(t, n2); off < 3500_000 || off > 3600_000 {
 		t.Fatalf("n2 leads with the cluster clock %d ms from its wall clock, want about an hour ahead", off)
 	}
+	// TIME answers the cluster clock, not n2's true wall clock.
+	if r := testutil.ParseReply(do(t, dial(t, n2.addr), "TIME")); len(r.Elems) != 2 {
+		t.Fatalf("TIME on n2 = %s", r)
+	} else if sec, _ := strconv.ParseInt(r.Elems[0].Str, 10, 64); sec < time.Now().Unix()+3500 || sec > time.Now().Unix()+3700 {
+		t.Errorf("TIME on n2 = %d, want about an hour after its wall clock %d", sec, time.Now().Unix())
+	}
 	if r := do(t, dial(t, n2.addr), "SET", "session", "v", "EX", "60"); r != "+OK\r\n" {
 		t.Fatalf("SET on n2 = %q", r)
 	}
