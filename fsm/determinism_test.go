@@ -73,7 +73,7 @@ func (g *logGen) command(tx bool) []string {
 			return []string{"pttl", k}
 		}
 	}
-	switch g.r.IntN(24) {
+	switch g.r.IntN(32) {
 	case 0, 1, 2, 3:
 		n := 1 + g.r.IntN(4)
 		if g.r.IntN(15) == 0 {
@@ -122,6 +122,22 @@ func (g *logGen) command(tx bool) []string {
 		return []string{"spop", k, "1"}
 	case 22:
 		return []string{"getex", k, "ex", strconv.Itoa(1 + g.r.IntN(5))}
+	case 24:
+		return []string{"append", k, g.member()}
+	case 25:
+		return []string{"setrange", k, strconv.Itoa(g.r.IntN(20)), g.member()}
+	case 26:
+		return []string{"incrbyfloat", k, []string{"0.1", "-1.5", "1e3"}[g.r.IntN(3)]}
+	case 27:
+		return []string{"copy", k, g.key(), "replace"}
+	case 28:
+		return []string{"sort", k, "by", "nosort", "store", g.key()}
+	case 29:
+		return []string{"sort", k, "alpha", "limit", "0", "3"}
+	case 30:
+		return []string{"getset", k, g.member()}
+	case 31:
+		return []string{"msetnx", k, g.member(), g.key(), g.member()}
 	default:
 		return []string{"srandmember", k, "3"} // a read as a plain op of an entry
 	}
