@@ -24,7 +24,10 @@ import (
 // barrier and the leader-only expiry sweeper. Its methods are safe for
 // concurrent use.
 type Node struct {
-	cfg  Config
+	// accepted holds what CONFIG SET gave the parameters raftset accepts
+	// without effect (save, appendonly), so that CONFIG GET echoes them.
+	accepted sync.Map
+	cfg      Config
 	log  hclog.Logger
 	fsm  stateMachine
 	raft *raft.Raft
