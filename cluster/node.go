@@ -28,10 +28,10 @@ type Node struct {
 	// without effect (save, appendonly), so that CONFIG GET echoes them.
 	accepted sync.Map
 	cfg      Config
-	log  hclog.Logger
-	fsm  stateMachine
-	raft *raft.Raft
-	logs raft.LogStore // LogCache over bolt (or the in-memory store), notifying
+	log      hclog.Logger
+	fsm      stateMachine
+	raft     *raft.Raft
+	logs     raft.LogStore // LogCache over bolt (or the in-memory store), notifying
 	// stores counts and signals the log store's writes (pace).
 	stores *storeNotifier
 	bolt   *raftboltdb.BoltStore
