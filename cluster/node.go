@@ -24,14 +24,11 @@ import (
 // barrier and the leader-only expiry sweeper. Its methods are safe for
 // concurrent use.
 type Node struct {
-	// accepted holds what CONFIG SET gave the parameters raftset accepts
-	// without effect (save, appendonly), so that CONFIG GET echoes them.
-	accepted sync.Map
-	cfg      Config
-	log      hclog.Logger
-	fsm      stateMachine
-	raft     *raft.Raft
-	logs     raft.LogStore // LogCache over bolt (or the in-memory store), notifying
+	cfg  Config
+	log  hclog.Logger
+	fsm  stateMachine
+	raft *raft.Raft
+	logs raft.LogStore // LogCache over bolt (or the in-memory store), notifying
 	// stores counts and signals the log store's writes (pace).
 	stores *storeNotifier
 	bolt   *raftboltdb.BoltStore
@@ -67,6 +64,10 @@ type Node struct {
 	saveMu       sync.Mutex // one snapshot request at a time
 	lastSave     atomic.Int64
 	started      time.Time
+
+	// accepted holds what CONFIG SET gave the parameters raftset accepts
+	// without effect (save, appendonly), so that CONFIG GET echoes them.
+	accepted sync.Map
 }
 
 // nodeStats are the node's own counters, reported by Info.
