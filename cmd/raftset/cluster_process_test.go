@@ -27,8 +27,9 @@ func (cp *clusterProc) start(t *testing.T) {
 }
 
 // startCluster starts size raftset processes bootstrapped from one --peers
-// list and waits until each of them accepts writes (a follower forwards).
-func startCluster(t *testing.T, size int) []*clusterProc {
+// list (each also given extra) and waits until each of them accepts writes
+// (a follower forwards).
+func startCluster(t *testing.T, size int, extra ...string) []*clusterProc {
 	t.Helper()
 	var peers []string
 	nodes := make([]*clusterProc, size)
@@ -44,6 +45,7 @@ func startCluster(t *testing.T, size int) []*clusterProc {
 		_, port, _ := net.SplitHostPort(cp.addr)
 		cp.extra = []string{"--port", port, "--raft-addr", raftAddrs[i], "--node-id", cp.id,
 			"--peers", strings.Join(peers, ","), "--loglevel", "info"}
+		cp.extra = append(cp.extra, extra...)
 		cp.start(t)
 	}
 	for _, cp := range nodes {
