@@ -123,6 +123,7 @@ func (c *servedCluster) start(cfg Config) *member {
 		RequirePass: cfg.Password,
 		NodeSecret:  NodeSecret(cfg.ClusterSecret, cfg.Password),
 	}, respStore{n})
+	n.SetPublish(m.srv.Publish) // as cmd/raftset wires it (+switch-master)
 	go func() { defer close(m.done); m.srv.Serve(ln) }()
 	t.Cleanup(m.stop)
 	c.mu.Lock()
