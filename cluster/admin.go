@@ -332,12 +332,56 @@ func configParams() []configParam {
 			},
 		},
 		// Read-only answers that Redis clients and tools ask for.
-		{name: "appendonly", get: readOnly("no")},
-		{name: "save", get: readOnly("")},
+		// Accepted and echoed, changing nothing: every write is in the Raft
+		// log, synced on a majority, before it is acknowledged, whatever
+		// these say (test harnesses and tools set them).
+		{name: "appendonly", get: accepted("appendonly", "no"), check: checkYesNo, apply: accept("appendonly")},
+		{name: "save", get: accepted("save", ""), check: checkSave, apply: accept("save")},
 		{name: "databases", get: readOnly("1")},
 		{name: "maxmemory", get: readOnly("0")},
 		{name: "maxmemory-policy", get: readOnly("noeviction")},
 	}
+}
+
+// accepted reads back what CONFIG SET gave a parameter that has no effect.
+func accepted(name, def string) func(n *Node) string {
+	return func(n *Node) string {
+		if v, ok := n.accepted.Load(name); ok {
+			return v.(string)
+		}
+		return def
+	}
+}
+
+func accept(name string) func(n *Node, v string) error {
+	return func(n *Node, v string) error {
+		if name == "appendonly" {
+			v = strings.ToLower(v)
+		}
+		n.accepted.Store(name, v)
+		return nil
+	}
+}
+
+func checkYesNo(v string) error {
+	if strings.EqualFold(v, "yes") || strings.EqualFold(v, "no") {
+		return nil
+	}
+	return errors.New("argument must be 'yes' or 'no'")
+}
+
+// checkSave accepts Redis's save syntax: "" or pairs of seconds and changes.
+func checkSave(v string) error {
+	f := strings.Fields(v)
+	if len(f)%2 != 0 {
+		return errors.New("Invalid save parameters")
+	}
+	for _, x := range f {
+		if n, err := strconv.ParseInt(x, 10, 64); err != nil || n < 0 {
+			return errors.New("Invalid save parameters")
+		}
+	}
+	return nil
 }
 
 func parseInterval(v string) (time.Duration, error) {

@@ -123,7 +123,7 @@ func (c *servedCluster) start(cfg Config) *member {
 		RequirePass: cfg.Password,
 		NodeSecret:  NodeSecret(cfg.ClusterSecret, cfg.Password),
 	}, respStore{n})
-	n.SetPublish(m.srv.Publish) // as cmd/raftset wires it
+	n.SetPublish(m.srv.Publish) // as cmd/raftset wires it (+switch-master)
 	go func() { defer close(m.done); m.srv.Serve(ln) }()
 	t.Cleanup(m.stop)
 	c.mu.Lock()
@@ -304,9 +304,6 @@ func TestRoleInfoAndSentinel(t *testing.T) {
 			return string(m.node.Admin(ctx, args("sentinel", "get-master-addr-by-name", "any"))) == string(want)
 		})
 
-		if got := string(m.node.Admin(ctx, args("sentinel", "sentinels", "any"))); got != "*0\r\n" {
-			t.Errorf("SENTINEL sentinels = %q", got)
-		}
 		if got := string(m.node.Admin(ctx, args("sentinel", "replicas", "any"))); !strings.HasPrefix(got, "*2\r\n") {
 			t.Errorf("SENTINEL replicas = %q", got)
 		}

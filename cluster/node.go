@@ -65,6 +65,13 @@ type Node struct {
 	lastSave     atomic.Int64
 	started      time.Time
 	clock        *clusterClock // cluster time (clock.go)
+
+	// accepted holds what CONFIG SET gave the parameters raftset accepts
+	// without effect (save, appendonly), so that CONFIG GET echoes them.
+	accepted sync.Map
+	// sentinelProbes remembers which members' client ports answered
+	// (SENTINEL REPLICAS flags the others s_down).
+	sentinelProbes sentinelProbes
 }
 
 // nodeStats are the node's own counters, reported by Info.

@@ -99,6 +99,21 @@ func newCommandTable() map[string]*cmdDef {
 	add("evalsha_ro", cmdEvalSHARO, nil)
 	add("script", cmdScript, prepareScript)
 	t["eval"].readOK = true
+	add("strlen", cmdStrlen, nil)
+	add("append", cmdAppend, nil)
+	add("getrange", cmdGetRange, nil)
+	add("substr", cmdGetRange, nil)
+	add("setrange", cmdSetRange, prepareSetRange)
+	add("incrbyfloat", cmdIncrByFloat, nil)
+	add("getset", cmdGetSet, nil)
+	add("msetnx", cmdMSetNX, prepareMSetNX)
+	add("lcs", cmdLCS, nil)
+	// Copy, serialization, sorting.
+	add("copy", cmdCopy, nil)
+	add("dump", cmdDump, nil)
+	add("restore", cmdRestore, nil)
+	add("sort", cmdSort, nil)
+	add("sort_ro", cmdSort, nil)
 	// Server and connection commands the state machine answers: DEBUG
 	// DIGEST(-VALUE) reads state; PING and ECHO may sit in a transaction.
 	add("debug", cmdDebug, nil)

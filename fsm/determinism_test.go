@@ -75,7 +75,7 @@ func (g *logGen) command(tx bool) []string {
 			return []string{"pttl", k}
 		}
 	}
-	switch g.r.IntN(27) {
+	switch g.r.IntN(35) {
 	case 0, 1, 2, 3:
 		n := 1 + g.r.IntN(4)
 		if g.r.IntN(15) == 0 {
@@ -137,6 +137,22 @@ func (g *logGen) command(tx bool) []string {
 		default:
 			return []string{"script", "load", g.script()}
 		}
+	case 27:
+		return []string{"append", k, g.member()}
+	case 28:
+		return []string{"setrange", k, strconv.Itoa(g.r.IntN(20)), g.member()}
+	case 29:
+		return []string{"incrbyfloat", k, []string{"0.1", "-1.5", "1e3"}[g.r.IntN(3)]}
+	case 30:
+		return []string{"copy", k, g.key(), "replace"}
+	case 31:
+		return []string{"sort", k, "by", "nosort", "store", g.key()}
+	case 32:
+		return []string{"sort", k, "alpha", "limit", "0", "3"}
+	case 33:
+		return []string{"getset", k, g.member()}
+	case 34:
+		return []string{"msetnx", k, g.member(), g.key(), g.member()}
 	default:
 		return []string{"srandmember", k, "3"} // a read as a plain op of an entry
 	}

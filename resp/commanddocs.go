@@ -211,6 +211,12 @@ func aclCategories(spec *command.Spec) []string {
 		return []string{"@keyspace", "@read", "@slow", "@dangerous"}
 	case "object|help":
 		return []string{"@keyspace", "@slow"}
+	case "restore":
+		return []string{"@keyspace", "@write", "@slow", "@dangerous"}
+	case "sort":
+		return []string{"@write", "@set", "@sortedset", "@list", "@slow", "@dangerous"}
+	case "sort_ro":
+		return []string{"@read", "@set", "@sortedset", "@list", "@slow", "@dangerous"}
 	case "script":
 		return []string{"@slow"}
 	}
@@ -255,6 +261,12 @@ func appendKeySpecs(dst []byte, spec *command.Spec) []byte {
 			dst = command.AppendSimple(dst, f)
 		}
 		dst = command.AppendBulkString(dst, "begin_search")
+		if ks.Unknown {
+			dst = appendTypeSpec(dst, "unknown")
+			dst = command.AppendBulkString(dst, "find_keys")
+			dst = appendTypeSpec(dst, "unknown")
+			continue
+		}
 		dst = appendTypeSpec(dst, "index", "index", ks.Begin)
 		dst = command.AppendBulkString(dst, "find_keys")
 		if ks.KeyNum {
@@ -289,6 +301,9 @@ func appendCommandDocs(dst []byte, spec *command.Spec) []byte {
 	if len(spec.Args) > 0 {
 		n += 2
 	}
+	if spec.DeprecatedSince != "" {
+		n += 4
+	}
 	if len(spec.Subs) > 0 {
 		n += 2
 	}
@@ -299,6 +314,12 @@ func appendCommandDocs(dst []byte, spec *command.Spec) []byte {
 	dst = command.AppendBulkString(dst, spec.Since)
 	dst = command.AppendBulkString(dst, "group")
 	dst = command.AppendBulkString(dst, spec.Group)
+	if spec.DeprecatedSince != "" {
+		dst = command.AppendBulkString(dst, "deprecated_since")
+		dst = command.AppendBulkString(dst, spec.DeprecatedSince)
+		dst = command.AppendBulkString(dst, "replaced_by")
+		dst = command.AppendBulkString(dst, spec.ReplacedBy)
+	}
 	if len(spec.Args) > 0 {
 		dst = command.AppendBulkString(dst, "arguments")
 		dst = appendArgs(dst, spec.Args)

@@ -36,6 +36,11 @@ func (c *client) local(spec *command.Spec, args [][]byte) {
 		c.quit = true
 		_ = c.rc.Close()
 		return
+	case "reset":
+		c.flush()
+		c.reset()
+		c.write(resetReply)
+		return
 	default:
 		c.flush()
 	}
@@ -479,4 +484,24 @@ var commandHelp = []string{
 	"    Return the keys and the access flags from a full Redis command.",
 	"HELP",
 	"    Prints this help.",
+}
+
+var resetReply = []byte("+RESET\r\n")
+
+// reset is RESET (Redis's clearClientConnectionState): the connection
+// returns to the state of a new one — no transaction or watched keys, no
+// subscriptions, no name, linearizable reads, and authenticated only if no
+// password is required.
+func (c *client) reset() {
+	c.endMulti()
+	c.watches = nil
+	c.leavePubsub()
+	c.nsubs.Store(0)
+	c.npsubs.Store(0)
+	c.stale = false
+	c.readonly.Store(false)
+	c.authed = !c.s.authRequired()
+	c.mu.Lock()
+	c.name = ""
+	c.mu.Unlock()
 }

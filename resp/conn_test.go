@@ -42,6 +42,18 @@ func TestConnectionCommands(t *testing.T) {
 			{cmd("echo", ""), bulk("")},
 			{cmd("ECHO"), errr("ERR wrong number of arguments for 'echo' command")},
 		}},
+		{"reset", []step{
+			{cmd("CLIENT", "SETNAME", "n"), ok},
+			{cmd("READONLY"), ok},
+			{cmd("MULTI"), ok},
+			{cmd("RESET"), "+RESET\r\n"},
+			{cmd("EXEC"), errr("ERR EXEC without MULTI")},
+			{cmd("CLIENT", "GETNAME"), "$-1\r\n"},
+			{cmd("SUBSCRIBE", "ch"), "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"},
+			{cmd("RESET"), "+RESET\r\n"},
+			{cmd("PING"), "+PONG\r\n"},
+			{cmd("RESET", "x"), errr("ERR wrong number of arguments for 'reset' command")},
+		}},
 		{"select", []step{
 			{cmd("SELECT", "0"), ok},
 			{cmd("SELECT", "1"), errr("ERR DB index is out of range")},

@@ -30,7 +30,7 @@ func (c *client) queueCommand(spec *command.Spec, args [][]byte) {
 		c.endMulti()
 		c.reply(command.OK)
 		return
-	case "quit":
+	case "quit", "reset":
 		c.local(spec, args)
 		return
 	case "unwatch":

@@ -309,6 +309,25 @@ func (r *Reader) readObject(off int64, t byte, expire int64) (*Record, error) {
 		return nil, err
 	}
 	rec := &Record{DB: r.db, Key: key, ExpireAtMs: expire, RDBType: t}
+	ok, err := r.readValue(rec, off, t)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if rec.Kind == 0 {
+		// Skipped: an unsupported type stepped over.
+		return nil, r.checkDuplicate(off, key)
+	}
+	if err := r.checkDuplicate(off, key); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// readValue reads the value of a record of type t (whose type byte is at
+// off) into rec. It returns false for an empty set, which loaders drop; a
+// record SkipUnsupported stepped over comes back with rec.Kind 0.
+func (r *Reader) readValue(rec *Record, off int64, t byte) (bool, error) {
+	key := rec.Key
 	mode := setenc.AsRedis
 	if r.exact {
 		mode = setenc.Exact
@@ -319,13 +338,13 @@ func (r *Reader) readObject(off int64, t byte, expire int64) (*Record, error) {
 	case TypeString:
 		v, err := r.str.read("string value", true)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		rec.Kind, rec.Value = KindString, v
 	case TypeSetIntset, TypeSetListpack:
 		blob, err := r.str.read("set blob", true)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		var s *setenc.Set
 		if t == TypeSetIntset {
@@ -335,60 +354,57 @@ func (r *Reader) readObject(off int64, t byte, expire int64) (*Record, error) {
 		}
 		if errors.Is(err, setenc.ErrEmpty) {
 			r.empty++
-			return nil, nil
+			return false, nil
 		}
 		if err != nil {
-			return nil, corruptf(voff, err, "key %q: invalid %s", key, TypeName(t))
+			return false, corruptf(voff, err, "key %q: invalid %s", key, TypeName(t))
 		}
 		rec.Kind, rec.Set = KindSet, s
 	case TypeSetHashtable:
 		n, err := r.in.readLen("set size")
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		l := setenc.NewLoader(loaderHint(n), lim, mode)
 		for i := uint64(0); i < n; i++ {
 			moff := r.in.offset()
 			m, err := r.str.read("set member", false)
 			if err != nil {
-				return nil, err
+				return false, err
 			}
 			if err := l.Add(m); err != nil {
-				return nil, corruptf(moff, err, "key %q: member %d", key, i)
+				return false, corruptf(moff, err, "key %q: member %d", key, i)
 			}
 		}
 		s, err := l.Set()
 		if errors.Is(err, setenc.ErrEmpty) {
 			r.empty++
-			return nil, nil
+			return false, nil
 		}
 		if err != nil {
-			return nil, corruptf(voff, err, "key %q", key)
+			return false, corruptf(voff, err, "key %q", key)
 		}
 		rec.Kind, rec.Set = KindSet, s
 	default:
 		if r.marked {
 			// Our snapshots hold strings and sets only: another type in
 			// one is damage, not a foreign record.
-			return nil, corruptf(off, nil, "key %q: a %s record in a raftset snapshot", key, TypeName(t))
+			return false, corruptf(off, nil, "key %q: a %s record in a raftset snapshot", key, TypeName(t))
 		}
 		unskippable := !skippable(t)
 		if !r.opt.SkipUnsupported || unskippable {
-			return nil, &UnsupportedTypeError{Offset: off, DB: r.db, Key: key, Type: t, Unskippable: unskippable}
+			return false, &UnsupportedTypeError{Offset: off, DB: r.db, Key: key, Type: t, Unskippable: unskippable}
 		}
 		if err := r.skipValue(t, voff); err != nil {
-			return nil, err
+			return false, err
 		}
 		r.skipped++
 		if r.opt.OnSkip != nil {
 			r.opt.OnSkip(r.db, key, t)
 		}
-		return nil, r.checkDuplicate(off, key)
+		return true, nil
 	}
-	if err := r.checkDuplicate(off, key); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return true, nil
 }
 
 // checkDuplicate fails on a key seen before in the same database: a loading

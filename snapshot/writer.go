@@ -184,15 +184,29 @@ func (w *Writer) WriteSet(key []byte, s *setenc.Set, expireAtMs int64) error {
 		// Redis never stores an empty set, and drops one on load.
 		return fmt.Errorf("snapshot: WriteSet(%q): empty set", key)
 	}
+	t := w.setType(s)
+	w.beginKey(t, key, expireAtMs)
+	w.writeSetValue(t, s)
+	return w.maybeFlush()
+}
+
+// setType is the record type WriteSet writes s as.
+func (w *Writer) setType(s *setenc.Set) byte {
 	switch enc := s.Encoding(); {
 	case enc == setenc.Intset:
-		w.beginKey(TypeSetIntset, key, expireAtMs)
-		w.writeString(s.Blob())
+		return TypeSetIntset
 	case enc == setenc.Listpack && w.version >= VersionRedis72:
-		w.beginKey(TypeSetListpack, key, expireAtMs)
+		return TypeSetListpack
+	}
+	return TypeSetHashtable
+}
+
+// writeSetValue writes the value of a set record of type t.
+func (w *Writer) writeSetValue(t byte, s *setenc.Set) {
+	switch t {
+	case TypeSetIntset, TypeSetListpack:
 		w.writeString(s.Blob())
 	default:
-		w.beginKey(TypeSetHashtable, key, expireAtMs)
 		w.buf = appendLength(w.buf, uint64(s.Len()))
 		s.Iterate(func(m []byte) bool {
 			w.writeString(m)
@@ -202,7 +216,6 @@ func (w *Writer) WriteSet(key []byte, s *setenc.Set, expireAtMs int64) error {
 			return w.err == nil
 		})
 	}
-	return w.maybeFlush()
 }
 
 // Close writes the EOF opcode and the checksum and flushes. It does not

@@ -27,12 +27,15 @@ func (cp *clusterProc) start(t *testing.T) {
 }
 
 // startCluster starts size raftset processes bootstrapped from one --peers
-// list and waits until each of them accepts writes (a follower forwards).
-func startCluster(t *testing.T, size int) []*clusterProc { return startClusterWith(t, size, nil) }
+// list (each also given extra) and waits until each of them accepts writes
+// (a follower forwards).
+func startCluster(t *testing.T, size int, extra ...string) []*clusterProc {
+	return startClusterWith(t, size, nil, extra...)
+}
 
 // startClusterWith is startCluster with extra command-line arguments for
-// some nodes (by id).
-func startClusterWith(t *testing.T, size int, extra map[string][]string) []*clusterProc {
+// some nodes (by id), after those all nodes get.
+func startClusterWith(t *testing.T, size int, perNode map[string][]string, extra ...string) []*clusterProc {
 	t.Helper()
 	var peers []string
 	nodes := make([]*clusterProc, size)
@@ -48,7 +51,8 @@ func startClusterWith(t *testing.T, size int, extra map[string][]string) []*clus
 		_, port, _ := net.SplitHostPort(cp.addr)
 		cp.extra = []string{"--port", port, "--raft-addr", raftAddrs[i], "--node-id", cp.id,
 			"--peers", strings.Join(peers, ","), "--loglevel", "info"}
-		cp.extra = append(cp.extra, extra[cp.id]...)
+		cp.extra = append(cp.extra, extra...)
+		cp.extra = append(cp.extra, perNode[cp.id]...)
 		cp.start(t)
 	}
 	for _, cp := range nodes {

@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"raftset/internal/strictint"
@@ -36,6 +37,10 @@ type KeySpec struct {
 	KeyNum  bool
 	LastKey int
 	KeyStep int
+	// Unknown is a spec whose keys no position rule finds (SORT's BY, GET
+	// and STORE): begin_search and find_keys are "unknown", and FindKeys
+	// skips it.
+	Unknown bool
 }
 
 // syntax sets the spec's arguments (COMMAND DOCS) and the key
@@ -45,12 +50,16 @@ type KeySpec struct {
 //	name:type          an argument (types: key string integer double pattern unix-time)
 //	key:key{RW,insert} a key with the flags of its key specification
 //	TOKEN              a pure token, named after it in lower case
+//	TOKEN:name         a pure token with another name
 //	TOKEN name:type    an argument introduced by a token
 //	[ ... ]            optional; ( ... ) required
 //	[label: a | b]     a oneof named label; [label: a b] a block; either may
 //	                   start with a token: [TOKEN label: ...]
 //	x...  x...+        multiple; multiple with the token repeated each time
 //	x@7.0.0            the argument is newer than its command
+//	k:key{=0}          a key sharing key specification 0 (LCS's two keys)
+//	p:pattern{?RO,access} a pattern or key whose spec is "unknown": its keys
+//	                   have no position (SORT's BY, GET and STORE)
 //
 // Suffixes also follow a closing bracket: [ ... ]@6.2.0. Key specification
 // indexes are given in the order the keys appear. A spec without a syntax
@@ -86,7 +95,19 @@ func keySpecs(args []*Arg, keyFlags [][]string, pos int, movable bool) ([]KeySpe
 		if a.Type == "block" && len(a.Args) > 0 && a.Args[0].Type == "key" {
 			key, step = a.Args[0], len(a.Args)
 		}
-		if key.Type == "key" {
+		switch {
+		case key.KeySpec >= 0 && key.KeySpec < len(keyFlags) && len(keyFlags[key.KeySpec]) > 0 && keyFlags[key.KeySpec][0] == "?":
+			if key.KeySpec == len(out) {
+				out = append(out, KeySpec{Flags: keyFlags[key.KeySpec][1:], Unknown: true})
+			}
+		case key.Type == "key" && key.KeySpec < len(out):
+			// A key sharing an earlier range spec extends it.
+			ks := &out[key.KeySpec]
+			if !fixed || ks.Unknown || ks.KeyNum || ks.LastKey < 0 {
+				return nil, fmt.Errorf("key %s cannot share spec %d", key.Name, key.KeySpec)
+			}
+			ks.LastKey = pos - ks.Begin
+		case key.Type == "key":
 			if !fixed {
 				return nil, fmt.Errorf("key %s has no fixed position", key.Name)
 			}
@@ -193,6 +214,16 @@ func (p *argParser) item() (*Arg, error) {
 		if !ok || name == "" {
 			return nil, fmt.Errorf("argument %q has no type", w)
 		}
+		if isToken(name) && typ != "" && strings.ToLower(typ) == typ && !strings.Contains(typ, ":") {
+			// TOKEN:name is a pure token with a name of its own (SORT's
+			// ALPHA is "sorting").
+			switch typ {
+			case "key", "string", "integer", "double", "pattern", "unix-time":
+			default:
+				a = &Arg{Name: typ, Type: "pure-token", Token: name, KeySpec: -1}
+				return a, p.suffixes(a, suffix)
+			}
+		}
 		a = &Arg{Name: name, Type: typ, KeySpec: -1}
 		if typ == "key" {
 			a.KeySpec = len(p.keyFlags)
@@ -287,11 +318,34 @@ func (p *argParser) suffixes(a *Arg, s string) error {
 			a.Since, s = s[1:end], s[end:]
 		case s[0] == '{':
 			end := strings.IndexByte(s, '}')
-			if end < 0 || a.Type != "key" {
+			if end < 0 || (a.Type != "key" && a.Type != "pattern") {
 				return fmt.Errorf("argument %s: bad key flags %q", a.Name, s)
 			}
-			p.keyFlags[a.KeySpec] = strings.Split(s[1:end], ",")
+			body := s[1:end]
 			s = s[end+1:]
+			if n, ok := strings.CutPrefix(body, "="); ok {
+				idx, err := strconv.Atoi(n)
+				if err != nil || idx < 0 || idx >= len(p.keyFlags)-btoi(a.Type == "key") {
+					return fmt.Errorf("argument %s: no key spec %q to share", a.Name, n)
+				}
+				if a.Type == "key" {
+					p.keyFlags = p.keyFlags[:len(p.keyFlags)-1]
+				}
+				a.KeySpec = idx
+				continue
+			}
+			if a.Type == "pattern" {
+				if !strings.HasPrefix(body, "?") {
+					return fmt.Errorf("argument %s: a pattern's key spec must be unknown (?)", a.Name)
+				}
+				a.KeySpec = len(p.keyFlags)
+				p.keyFlags = append(p.keyFlags, nil)
+			}
+			flags := strings.Split(body, ",")
+			if f, ok := strings.CutPrefix(flags[0], "?"); ok {
+				flags = append([]string{"?", f}, flags[1:]...)
+			}
+			p.keyFlags[a.KeySpec] = flags
 		default:
 			return fmt.Errorf("argument %s: unknown suffix %q", a.Name, s)
 		}
@@ -300,6 +354,13 @@ func (p *argParser) suffixes(a *Arg, s string) error {
 		return fmt.Errorf("key %s: no key flags", a.Name)
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // splitSuffix cuts a word at its first suffix.
@@ -332,7 +393,7 @@ func isToken(w string) bool {
 func (s *Spec) FindKeys(argv [][]byte) (pos []int, flags [][]string, ok bool) {
 	for _, ks := range s.KeySpecs {
 		first := ks.Begin
-		if first >= len(argv) {
+		if ks.Unknown || first >= len(argv) {
 			continue
 		}
 		var last, step int

@@ -49,6 +49,16 @@ type Spec struct {
 	// COMMAND INFO, set by the table entry's syntax line.
 	Args     []*Arg
 	KeySpecs []KeySpec
+	// DeprecatedSince and ReplacedBy are COMMAND DOCS's fields of a
+	// deprecated command (GETSET, SUBSTR).
+	DeprecatedSince, ReplacedBy string
+}
+
+// deprecated marks the spec as deprecated since a version, replaced by
+// what Redis's COMMAND DOCS names.
+func (s *Spec) deprecated(since, replacedBy string) *Spec {
+	s.DeprecatedSince, s.ReplacedBy = since, replacedBy
+	return s
 }
 
 // Has reports whether the spec has all of f.
@@ -247,6 +257,38 @@ func Commands() Table {
 			syntax("key:key{RW,access,update}"),
 		spec("decrby", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.").
 			syntax("key:key{RW,access,update} decrement:integer"),
+		spec("strlen", 2, ro|fast, 1, 1, 1, "string", "2.2.0", "Returns the length of a string value.").
+			syntax("key:key{RO}"),
+		spec("append", 3, rw|fast, 1, 1, 1, "string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist.").
+			syntax("key:key{RW,insert} value:string"),
+		spec("getrange", 4, ro, 1, 1, 1, "string", "2.4.0", "Returns a substring of the string stored at a key.").
+			syntax("key:key{RO,access} start:integer end:integer"),
+		spec("substr", 4, ro, 1, 1, 1, "string", "1.0.0", "Returns a substring from a string value.").
+			syntax("key:key{RO,access} start:integer end:integer").deprecated("2.0.0", "`GETRANGE`"),
+		spec("setrange", 4, rw, 1, 1, 1, "string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.").
+			syntax("key:key{RW,update} offset:integer value:string"),
+		spec("incrbyfloat", 3, rw|fast, 1, 1, 1, "string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.").
+			syntax("key:key{RW,access,update} increment:double"),
+		spec("getset", 3, rw|fast, 1, 1, 1, "string", "1.0.0", "Returns the previous string value of a key after setting it to a new value.").
+			syntax("key:key{RW,access,update} value:string").deprecated("6.2.0", "`SET` with the `!GET` argument"),
+		spec("msetnx", -3, rw, 1, -1, 2, "string", "1.0.1", "Atomically modifies the string values of one or more keys only when all keys don't exist.").
+			syntax("(key_value: key:key{OW,insert} value:string)..."),
+		spec("lcs", -3, ro, 1, 2, 1, "string", "7.0.0", "Finds the longest common substring.").
+			syntax("key1:key{RO,access} key2:key{=0} [LEN] [IDX] [MINMATCHLEN len:integer] [WITHMATCHLEN]"),
+		// Keys (serialization, copy, sort).
+		spec("copy", -3, rw, 1, 2, 1, "generic", "6.2.0", "Copies the value of a key to a new key.").
+			syntax("source:key{RO,access} destination:key{OW,update} [DB destination-db:integer] [REPLACE]"),
+		spec("dump", 2, ro|Random, 1, 1, 1, "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.").
+			syntax("key:key{RO,access}"),
+		spec("restore", -4, rw, 1, 1, 1, "generic", "2.6.0", "Creates a key from the serialized representation of a value.").
+			syntax("key:key{OW,update} ttl:integer serialized-value:string [REPLACE]@3.0.0 [ABSTTL]@5.0.0 " +
+				"[IDLETIME seconds:integer]@5.0.0 [FREQ frequency:integer]@5.0.0"),
+		spec("sort", -2, rw|MovableKeys, 1, 1, 1, "generic", "1.0.0", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.").
+			syntax("key:key{RO,access} [BY pattern:pattern{?RO,access}] [LIMIT offset_count: offset:integer count:integer] " +
+				"[GET pattern:pattern{=1}]...+ [order: ASC | DESC] [ALPHA:sorting] [STORE destination:key{?OW,update}]"),
+		spec("sort_ro", -2, ro|MovableKeys, 1, 1, 1, "generic", "7.0.0", "Returns the sorted elements of a list, a set, or a sorted set.").
+			syntax("key:key{RO,access} [BY pattern:pattern{?RO,access}] [LIMIT offset_count: offset:integer count:integer] " +
+				"[GET pattern:pattern{=1}]...+ [order: ASC | DESC] [ALPHA:sorting]"),
 		// Scripting: a script is one log entry (EVAL, EVALSHA) or one read
 		// (the _RO forms, and EVAL of a no-writes script).
 		spec("eval", -3, Write|MovableKeys, 0, 0, 0, "scripting", "2.6.0", "Executes a server-side Lua script.").
@@ -285,6 +327,7 @@ func Commands() Table {
 			syntax("[arguments: protover:integer [AUTH username_password: username:string password:string] [SETNAME clientname:string]]"),
 		spec("auth", -2, Conn|fast|NoAuth|NoMulti, 0, 0, 0, "connection", "1.0.0", "Authenticates the connection.").
 			syntax("[username:string]@6.0.0 password:string"),
+		spec("reset", 1, Conn|fast|NoAuth, 0, 0, 0, "connection", "6.2.0", "Resets the connection."),
 		spec("readonly", 1, Conn|fast, 0, 0, 0, "cluster", "3.0.0", "Enables stale reads on this connection."),
 		spec("readwrite", 1, Conn|fast, 0, 0, 0, "cluster", "3.0.0", "Restores linearizable reads on this connection."),
 		spec("client", -2, Conn, 0, 0, 0, "connection", "2.4.0", "A container for client connection commands.",
