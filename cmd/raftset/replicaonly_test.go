@@ -63,7 +63,10 @@ func TestFailoverClientReplicaOnly(t *testing.T) {
 			last = fmt.Sprintf("SISMEMBER %v %v", ok, err)
 			return err == nil && ok
 		})
-		testutil.WaitFor(t, 20*time.Second, "the long-lived replica client to read "+member, func() bool {
+		// After a kill, go-redis first tries the dead node (as sentinel and as
+		// replica) with its dial timeout on every attempt: on a loaded
+		// machine that takes a while before it moves on.
+		testutil.WaitFor(t, 60*time.Second, "the long-lived replica client to read "+member, func() bool {
 			ok, err := reader.SIsMember(ctx, "s", member).Result()
 			last = fmt.Sprintf("long-lived SISMEMBER %v %v", ok, err)
 			return err == nil && ok
