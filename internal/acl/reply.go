@@ -220,7 +220,8 @@ func (r *Registry) listLines() []string {
 	names := r.sortedNamesLocked()
 	lines := make([]string, len(names))
 	for i, n := range names {
-		lines[i] = "user " + n + " " + r.users[n].Describe()
+		u, _ := r.userLocked(n)
+		lines[i] = "user " + n + " " + u.Describe()
 	}
 	return lines
 }
