@@ -50,4 +50,3 @@ func ACLCategories(spec *Spec) []string {
 	add(group == "transactions", "@transaction")
 	return out
 }
-
