@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"raftset/internal/command"
+	"raftset/internal/acl"
 	"raftset/internal/respwire"
 )
 
@@ -40,6 +41,7 @@ func (nullStore) Wait(ctx context.Context, args [][]byte, index uint64) []byte {
 func (nullStore) Admin(ctx context.Context, args [][]byte) []byte              { return command.OK }
 func (nullStore) Internal(ctx context.Context, args [][]byte) []byte           { return command.OK }
 func (nullStore) Info() []InfoSection                                          { return nil }
+func (nullStore) Users() *acl.Registry                                         { return nil }
 
 // benchPipeline runs clients connections that each send pipelines of 10
 // commands, like redis-benchmark -P 10, and reports requests per second.

@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 
+	"raftset/internal/acl"
 	"raftset/internal/command"
 )
 
@@ -46,6 +47,12 @@ type Store interface {
 	// Info returns the INFO sections the store owns (memory, persistence,
 	// replication, keyspace, raft), each as ordered "field:value" pairs.
 	Info() []InfoSection
+	// Users returns the ACL users, which the store changes when it applies
+	// ACL SETUSER, DELUSER and LOAD (writes: "acl load" carries the file's
+	// name and contents). resp authenticates and checks commands against
+	// them and sets the node-local requirepass overlay on them. nil: the
+	// front end keeps users of its own, changed by nothing.
+	Users() *acl.Registry
 }
 
 // InfoSection is one "# Name" block of INFO. Name is printed as given
