@@ -11,8 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"raftset/internal/command"
 	"raftset/internal/acl"
+	"raftset/internal/command"
 	"raftset/internal/respwire"
 )
 

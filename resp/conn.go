@@ -53,10 +53,10 @@ type client struct {
 	node   bool // RAFTSET.AUTH succeeded: internal commands are allowed
 	// u is the connection's ACL user as of generation ugen of the users
 	// (acl.go); nil until looked up.
-	u    *acl.User
-	ugen uint64
-	stale  bool // READONLY: reads skip the consistency barrier
-	quit   bool
+	u     *acl.User
+	ugen  uint64
+	stale bool // READONLY: reads skip the consistency barrier
+	quit  bool
 
 	// guarded: protected mode let this non-loopback connection in only to
 	// prove it is a node (limits.go); anything else is refused.
