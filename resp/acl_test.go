@@ -101,6 +101,8 @@ func TestACLEnforcementMatchesRedis(t *testing.T) {
 		{"alice", "alice", "AUTH carol pc"},
 		{"alice", "alice", "ACL WHOAMI"},
 
+		{"bob", "bob", "HELLO 2 AUTH bob wrong"},
+		{"bob", "bob", "HELLO 2 AUTH nobody pb"},
 		{"bob", "bob", "AUTH bob pb"},
 		{"bob", "bob", "ACL WHOAMI"},
 		{"bob", "bob", "SET k v"},
@@ -170,6 +172,21 @@ func readToEOF(tc *testConn) (string, error) {
 			}
 			return b.String(), err
 		}
+	}
+}
+
+// HELLO 2 AUTH authenticates as the user (the reply itself names the
+// server, so it is not compared with redis-server's).
+func TestHelloAuthUser(t *testing.T) {
+	_, addr := startServer(t, Config{RequirePass: "pw"}, newFakeStore())
+	admin, c := dial(t, addr), dial(t, addr)
+	admin.do("AUTH", "pw")
+	admin.do("ACL", "SETUSER", "hank", "on", ">ph", "+acl|whoami", "+get", "~*")
+	if got := c.do("HELLO", "2", "AUTH", "hank", "ph"); !strings.HasPrefix(got, "*14\r\n") {
+		t.Fatalf("HELLO 2 AUTH hank ph = %q", got)
+	}
+	if got := c.do("ACL", "WHOAMI") + c.do("SET", "k", "v"); got != bulk("hank")+errr("NOPERM User hank has no permissions to run the 'set' command") {
+		t.Errorf("after HELLO AUTH: ACL WHOAMI, SET = %q", got)
 	}
 }
 

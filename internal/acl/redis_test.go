@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"raftset/internal/command"
 	"raftset/internal/respwire"
 	"raftset/internal/testutil"
-
-	"raftset/internal/command"
 )
 
 // redisTable builds the test's command table from redis-server's own
