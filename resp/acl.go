@@ -224,9 +224,8 @@ func (s *Server) dropDeletedUsers() {
 	}
 	s.acl.lastGen = g
 	for _, c := range s.clientList() {
-		if c.aclExempt() {
-			continue
-		}
+		// Node connections run as the default user, which cannot be
+		// deleted; c.node belongs to the connection's goroutine.
 		if _, ok := s.acl.users.User(c.userName()); !ok {
 			s.log.Info("closing a connection: its ACL user was deleted", "addr", c.addr, "user", c.userName())
 			_ = c.fc.Conn.Close()
