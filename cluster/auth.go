@@ -9,11 +9,13 @@ import (
 // raftset.promote, raftset.onleader, raftset.applied) are for nodes only.
 // The front end answers them as unknown commands on a connection that has
 // not sent "RAFTSET.AUTH <secret>" with the cluster's node secret; every
-// pooled connection a node opens sends it (after AUTH when requirepass is
-// set). The node secret is the cluster-secret directive, else derived from
-// requirepass, else empty; an empty secret accepts any RAFTSET.AUTH, which
+// pooled connection a node opens sends it. The node secret is the
+// cluster-secret directive, else derived from requirepass, else empty; an
+// empty secret accepts any RAFTSET.AUTH, which
 // keeps internal commands away from ordinary clients (and tools that try
 // every command) but is no protection against someone who reads this.
+// RAFTSET.AUTH may come before AUTH; with a non-empty secret it also
+// authenticates the connection (resp).
 
 // CmdAuth is the command a node's connections authenticate with.
 const CmdAuth = "raftset.auth"
@@ -34,12 +36,13 @@ func NodeSecret(clusterSecret, requirePass string) string {
 }
 
 // peerAuth is what a node sends on each new connection to another node:
-// AUTH when requirepass is set, then RAFTSET.AUTH.
+// RAFTSET.AUTH alone. With a node secret it authenticates the connection as
+// a node, which no ACL rule restricts, so that a change of the default
+// user's password (ACL SETUSER default ..., which requirepass then no
+// longer follows) or ACL rules cannot cut nodes off from each other.
+// Without a secret there is no requirepass either, and the connection runs
+// as the default user like any client.
 func (n *Node) peerAuth() [][][]byte {
-	var out [][][]byte
-	if n.cfg.Password != "" {
-		out = append(out, [][]byte{[]byte("auth"), []byte(n.cfg.Password)})
-	}
 	secret := NodeSecret(n.cfg.ClusterSecret, n.cfg.Password)
-	return append(out, [][]byte{[]byte(CmdAuth), []byte(secret)})
+	return [][][]byte{{[]byte(CmdAuth), []byte(secret)}}
 }

@@ -121,5 +121,7 @@ func newCommandTable() map[string]*cmdDef {
 	add("echo", cmdEcho, nil)
 	internal(CmdExpire, -2, cmdRaftsetExpire, nil)
 	internal(CmdConfig, -4, cmdConfig, prepareConfig)
+	// ACL SETUSER, DELUSER, LOAD (acl.go); Prepare checks them with the users.
+	internal("acl", -2, cmdACL, nil)
 	return t
 }

@@ -102,6 +102,9 @@ func (f *FSM) Prepare(args [][]byte, nowMs int64) command.Op {
 	if !arityOK(def.arity, len(args)) {
 		return errOp(command.ErrArity(def.name))
 	}
+	if def.name == "acl" {
+		return f.prepareACL(args)
+	}
 	out := args
 	if def.prepare != nil {
 		var msg string

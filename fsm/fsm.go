@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"raftset/internal/acl"
 	"raftset/internal/command"
 	"raftset/internal/setenc"
 	"raftset/snapshot"
@@ -54,6 +55,11 @@ type FSM struct {
 	// changed in place, under mu; readers load it without the lock.
 	nodes atomic.Pointer[map[string]string]
 
+	// users are the ACL users (acl.go), changed by Apply and Restore;
+	// noUsers is a new node's users, marshaled.
+	users   *acl.Registry
+	noUsers []byte
+
 	// halted is closed once Apply met an entry it cannot decode (haltErr
 	// says which); from then on Apply applies nothing.
 	halted   chan struct{}
@@ -89,6 +95,8 @@ func New(cfg Config) *FSM {
 		halted:    make(chan struct{}),
 	}
 	f.nodes.Store(&map[string]string{})
+	f.users = newUsers()
+	f.noUsers = f.users.Marshal()
 	return f
 }
 

@@ -30,7 +30,8 @@ import (
 //	raftset-versions     one uvarint per key, in file order: each key's WATCH stamp
 //
 // followed by the fields of SetSnapshotAux, then AuxNodes (nodes.go) when
-// any node published an address. ctime is the state machine's
+// any node published an address, and AuxACL (acl.go) when the users are not
+// a new node's. ctime is the state machine's
 // clock and used-mem 0, so two replicas at the same index write the same
 // bytes. Keys are written in the keyspace's dense order, which Restore
 // rebuilds by adding them in file order; logically expired keys are written
@@ -101,6 +102,7 @@ type fsmSnapshot struct {
 	term    uint64
 	nodes   map[string]string // never changed in place (nodes.go)
 	scripts map[string][]byte // a copy of the script cache (bodies are never changed in place)
+	users   []byte            // AuxACL's value, nil for a new node's users (acl.go)
 	aux     []snapshot.AuxField
 	release sync.Once
 }
@@ -129,6 +131,7 @@ func (f *FSM) capture() *fsmSnapshot {
 		keys:   make([]byte, 0, n*16),
 		now:    ks.now, lim: ks.lim, lastDel: ks.lastDel, index: ks.index, term: ks.term,
 		nodes: *f.nodes.Load(), scripts: maps.Clone(ks.scripts),
+		users: f.usersAux(),
 	}
 	for i := range n {
 		k := ks.keys.At(i)
@@ -186,6 +189,9 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	}
 	if len(s.scripts) > 0 {
 		aux = append(aux, snapshot.AuxField{Key: AuxScripts, Value: formatScripts(s.scripts)})
+	}
+	if s.users != nil {
+		aux = append(aux, snapshot.AuxField{Key: AuxACL, Value: string(s.users)})
 	}
 	wr, err := snapshot.NewWriter(w, snapshot.WriterOptions{
 		Compress: true,
@@ -253,14 +259,23 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	nodes := map[string]string{}
 	var extra []snapshot.AuxField
+	var users []byte
 	for _, a := range aux {
-		if a.Key == AuxNodes {
+		switch a.Key {
+		case AuxNodes:
 			nodes = parseNodes(a.Value)
-		} else {
+		case AuxACL:
+			users = []byte(a.Value)
+		default:
 			extra = append(extra, a)
 		}
 	}
 	f.mu.Lock()
+	if err := f.restoreUsers(users); err != nil {
+		f.mu.Unlock()
+		f.log.Error("restore failed; state unchanged", "error", err)
+		return err
+	}
 	f.ks = ks
 	f.nodes.Store(&nodes)
 	f.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"raftset/internal/acl"
 	"raftset/internal/command"
 	"raftset/internal/respwire"
 )
@@ -41,6 +42,7 @@ func (nullStore) Admin(ctx context.Context, args [][]byte) []byte              {
 func (nullStore) Internal(ctx context.Context, args [][]byte) []byte           { return command.OK }
 func (nullStore) Info() []InfoSection                                          { return nil }
 func (nullStore) ClusterTime() time.Time                                       { return time.Now() }
+func (nullStore) Users() *acl.Registry                                         { return nil }
 
 // benchPipeline runs clients connections that each send pipelines of 10
 // commands, like redis-benchmark -P 10, and reports requests per second.

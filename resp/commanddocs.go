@@ -187,66 +187,8 @@ func commandFlags(spec *command.Spec) []string {
 	return out
 }
 
-// aclCategories gives Redis's ACL categories, in Redis's order: derived from
-// the flags and group, except where Redis's own choice does not follow from
-// them.
-func aclCategories(spec *command.Spec) []string {
-	switch spec.Name {
-	case "client", "config", "config|help", "object":
-		return []string{"@slow"}
-	case "client|setname", "client|getname", "client|id", "wait":
-		return []string{"@slow", "@connection"}
-	case "command", "command|count", "command|info", "command|docs", "command|list",
-		"command|getkeys", "command|getkeysandflags", "command|help":
-		return []string{"@slow", "@connection"}
-	case "readonly", "readwrite":
-		return []string{"@fast", "@connection"}
-	case "dbsize":
-		return []string{"@keyspace", "@read", "@fast"}
-	case "flushall", "flushdb":
-		return []string{"@keyspace", "@write", "@slow", "@dangerous"}
-	case "info":
-		return []string{"@slow", "@dangerous"}
-	case "keys":
-		return []string{"@keyspace", "@read", "@slow", "@dangerous"}
-	case "object|help":
-		return []string{"@keyspace", "@slow"}
-	case "restore":
-		return []string{"@keyspace", "@write", "@slow", "@dangerous"}
-	case "sort":
-		return []string{"@write", "@set", "@sortedset", "@list", "@slow", "@dangerous"}
-	case "sort_ro":
-		return []string{"@read", "@set", "@sortedset", "@list", "@slow", "@dangerous"}
-	case "script":
-		return []string{"@slow"}
-	}
-	if spec.Group == "scripting" {
-		// Scripts are neither reads nor writes to ACLs: what they touch is
-		// checked per redis.call.
-		return []string{"@slow", "@scripting"}
-	}
-	has := func(f command.Flags) bool { return spec.Has(f) }
-	group := spec.Group
-	var out []string
-	add := func(ok bool, cat string) {
-		if ok {
-			out = append(out, cat)
-		}
-	}
-	add(group == "generic", "@keyspace")
-	add(has(command.ReadOnly), "@read")
-	add(has(command.Write), "@write")
-	add(group == "set", "@set")
-	add(group == "string", "@string")
-	add(group == "pubsub", "@pubsub")
-	add(has(command.Admin), "@admin")
-	add(has(command.Fast), "@fast")
-	add(!has(command.Fast), "@slow")
-	add(has(command.Admin), "@dangerous")
-	add(group == "connection", "@connection")
-	add(group == "transactions", "@transaction")
-	return out
-}
+// aclCategories gives Redis's ACL categories of a command, in Redis's order.
+func aclCategories(spec *command.Spec) []string { return command.ACLCategories(spec) }
 
 // appendKeySpecs appends the key specifications derived from the command's
 // key arguments (args.go): a range from a fixed position, or a keynum spec

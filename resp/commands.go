@@ -151,6 +151,9 @@ func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte 
 		return c.cmdUnsubscribe(dst, args, spec.Name == "punsubscribe")
 	case "publish":
 		return command.AppendInt(dst, int64(s.Publish(string(args[1]), args[2])))
+	case "acl|cat", "acl|dryrun", "acl|genpass", "acl|getuser", "acl|help", "acl|list",
+		"acl|log", "acl|save", "acl|users", "acl|whoami":
+		return c.cmdACL(dst, spec, args)
 	case "wait":
 		ctx, stop := c.watchClose(s.ctx)
 		defer stop()
@@ -161,6 +164,9 @@ func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte 
 			return command.AppendError(dst, "WRONGPASS invalid node secret")
 		}
 		c.node = true
+		if s.cfg.NodeSecret != "" {
+			c.authed = true // a proven node needs no user (aclExempt)
+		}
 		return append(dst, command.OK...)
 	}
 	if spec.Has(command.Internal) {
@@ -223,7 +229,7 @@ func (c *client) cmdHello(dst []byte, args [][]byte) []byte {
 		}
 	}
 	if pass != nil {
-		if msg := c.authenticate(user, pass); msg != "" {
+		if msg := c.authenticate(user, pass, args[0]); msg != "" {
 			return command.AppendError(dst, msg)
 		}
 	}
@@ -252,41 +258,25 @@ func (c *client) cmdHello(dst []byte, args [][]byte) []byte {
 	return append(dst, command.EmptyArr...)
 }
 
-// cmdAuth answers AUTH [user] pass.
+// cmdAuth answers AUTH [user] pass (acl.go authenticates).
 func (c *client) cmdAuth(dst []byte, args [][]byte) []byte {
 	if len(args) > 3 {
 		return command.AppendError(dst, command.ErrSyntax)
 	}
 	if len(args) == 2 {
-		if !c.s.authRequired() {
+		if c.s.acl.users.DefaultNoPass() {
 			return command.AppendError(dst, "ERR AUTH <password> called without any password "+
 				"configured for the default user. Are you sure your configuration is correct?")
 		}
-		if msg := c.authenticate([]byte("default"), args[1]); msg != "" {
+		if msg := c.authenticate([]byte("default"), args[1], args[0]); msg != "" {
 			return command.AppendError(dst, msg)
 		}
 		return append(dst, command.OK...)
 	}
-	if msg := c.authenticate(args[1], args[2]); msg != "" {
+	if msg := c.authenticate(args[1], args[2], args[0]); msg != "" {
 		return command.AppendError(dst, msg)
 	}
 	return append(dst, command.OK...)
-}
-
-// authenticate checks user and password as Redis's default user would: with
-// no password set, "default" accepts any password. It returns the error
-// text, or "" on success. A failure leaves the connection's state as it was.
-func (c *client) authenticate(user, pass []byte) string {
-	if string(user) != "default" {
-		c.authFailed(user, "unknown user")
-		return command.ErrWrongPass
-	}
-	if c.s.authRequired() && !c.s.checkPass(pass) {
-		c.authFailed(user, "wrong password")
-		return command.ErrWrongPass
-	}
-	c.authed = true
-	return ""
 }
 
 // validClientName reports whether b suits CLIENT SETNAME: printable ASCII
@@ -380,7 +370,7 @@ func (s *Server) clientList() []*client {
 func (c *client) infoLine(dst []byte) []byte {
 	now := c.s.now.Load()
 	c.mu.Lock()
-	name, libName, libVer := c.name, c.libName, c.libVer
+	name, libName, libVer, user := c.name, c.libName, c.libVer, c.user
 	c.mu.Unlock()
 	flags := ""
 	multi := c.multiLen.Load()
@@ -425,7 +415,9 @@ func (c *client) infoLine(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, int64(multi), 10)
 	dst = append(dst, " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
 	dst = append(dst, cmd...)
-	dst = append(dst, " user=default redir=-1 resp=2 lib-name="...)
+	dst = append(dst, " user="...)
+	dst = append(dst, user...)
+	dst = append(dst, " redir=-1 resp=2 lib-name="...)
 	dst = append(dst, libName...)
 	dst = append(dst, " lib-ver="...)
 	return append(dst, libVer...)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/redcon"
 
+	"raftset/internal/acl"
 	"raftset/internal/command"
 )
 
@@ -50,8 +51,12 @@ type client struct {
 
 	authed bool
 	node   bool // RAFTSET.AUTH succeeded: internal commands are allowed
-	stale  bool // READONLY: reads skip the consistency barrier
-	quit   bool
+	// u is the connection's ACL user as of generation ugen of the users
+	// (acl.go); nil until looked up.
+	u     *acl.User
+	ugen  uint64
+	stale bool // READONLY: reads skip the consistency barrier
+	quit  bool
 
 	// guarded: protected mode let this non-loopback connection in only to
 	// prove it is a node (limits.go); anything else is refused.
@@ -89,6 +94,7 @@ type client struct {
 	created int64 // Unix ns
 
 	mu      sync.Mutex
+	user    string // the ACL user the connection runs as
 	name    string
 	libName string
 	libVer  string
@@ -107,6 +113,7 @@ func newClient(s *Server, rc redcon.Conn, fc *frameConn) *client {
 		rc:     rc,
 		fc:     fc,
 		authed: !s.authRequired(),
+		user:   "default",
 		id:     s.nextID.Add(1),
 		addr:   rc.RemoteAddr(),
 	}
@@ -191,9 +198,32 @@ func (c *client) handle(args [][]byte) {
 		c.reject(command.ErrArity(spec.Name))
 		return
 	}
-	if !c.authed && !spec.Has(command.NoAuth) && s.authRequired() {
+	if !c.authed && !spec.Has(command.NoAuth) && spec.Name != nodeAuthCommand && s.authRequired() {
 		c.reject(command.ErrNoAuth)
 		return
+	}
+	if !c.inMulti || !spec.Has(command.NoMulti) || queuedAnyway(spec.Name) {
+		ctx := "toplevel"
+		if c.inMulti {
+			ctx = "multi"
+		}
+		if msg, gone := c.aclCheck(spec, args, ctx); gone {
+			return
+		} else if msg != "" {
+			c.reject(msg)
+			return
+		}
+	}
+	if isACLLoad(spec) {
+		load, errReply := s.aclLoadArgs(args)
+		if errReply != nil {
+			if c.inMulti {
+				c.dirty = true
+			}
+			c.reply(errReply)
+			return
+		}
+		args = load
 	}
 	if c.inSubscribedMode() && !allowedSubscribed(spec.Name) {
 		c.reject(errSubscribedMode(spec.Name))

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"raftset/internal/acl"
 	"raftset/internal/command"
 	"raftset/internal/glob"
 )
@@ -31,6 +32,7 @@ type fakeStore struct {
 	internal []string // Internal calls, args joined by spaces
 	entered  chan struct{}
 	gate     chan struct{} // when set, Write waits for it (or ctx)
+	users    *acl.Registry // ACL SETUSER, DELUSER, LOAD apply here, as the state machine does
 }
 
 func newFakeStore() *fakeStore {
@@ -39,8 +41,19 @@ func newFakeStore() *fakeStore {
 		strs:   make(map[string]string),
 		stamps: make(map[string]uint64),
 		config: map[string]string{"set-max-intset-entries": "512", "set-max-listpack-entries": "128"},
+		users:  mustUsers(),
 	}
 }
+
+func mustUsers() *acl.Registry {
+	r, err := acl.New(acl.TableCommands(command.Commands()), globMatch)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func (f *fakeStore) Users() *acl.Registry { return f.users }
 
 func (f *fakeStore) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]byte {
 	f.mu.Lock()
@@ -211,6 +224,14 @@ func (f *fakeStore) exec(args [][]byte) []byte {
 	_, isStr := f.strs[key]
 	_, isSet := f.sets[key]
 	switch name {
+	case "acl":
+		if len(args) == 4 && strings.EqualFold(string(args[1]), "load") {
+			if err := f.users.LoadFile(string(args[2]), args[3]); err != nil {
+				return command.Error("ERR " + err.Error())
+			}
+			return command.OK
+		}
+		return f.users.Exec(nil, args, acl.Session{})
 	case "sadd":
 		if isStr {
 			return command.Error(command.ErrWrongType)

@@ -12,6 +12,16 @@ var (
 	errNotInMulti   = "ERR Command not allowed inside a transaction"
 )
 
+// queuedAnyway are the NoMulti commands that MULTI runs rather than
+// refuses: the ACL checks them first, as Redis checks every command.
+func queuedAnyway(name string) bool {
+	switch name {
+	case "multi", "exec", "discard", "watch", "quit":
+		return true
+	}
+	return false
+}
+
 // queueCommand handles a command sent between MULTI and EXEC.
 func (c *client) queueCommand(spec *command.Spec, args [][]byte) {
 	switch spec.Name {
@@ -82,6 +92,10 @@ func (c *client) exec() {
 	}
 	tx := &command.Tx{Watches: c.watches, Ops: make([]command.Op, len(c.queue))}
 	for i, q := range c.queue {
+		if denied := c.aclRecheck(q.spec, q.args); denied != nil {
+			tx.Ops[i] = command.Op{Kind: command.OpReply, Reply: denied}
+			continue
+		}
 		if q.spec.Has(command.Write) || q.spec.Has(command.ReadOnly) {
 			tx.Ops[i] = command.Op{Kind: command.OpCommand, Args: q.args}
 			continue

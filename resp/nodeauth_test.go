@@ -37,19 +37,34 @@ func TestInternalCommandsNeedNodeAuth(t *testing.T) {
 	}
 }
 
-// With requirepass, RAFTSET.AUTH comes after AUTH; without any secret it
-// accepts any, which only hides internal commands from ordinary clients.
+// RAFTSET.AUTH may come before AUTH: with the node secret it authenticates
+// the connection as a node (no user, no ACL rules), so that nodes keep
+// reaching each other whatever ACL does to the default user's password.
+// Without any secret it accepts any, which only hides internal commands
+// from ordinary clients and authenticates nothing.
 func TestNodeAuthOrder(t *testing.T) {
 	_, addr := startServer(t, Config{RequirePass: "pw", NodeSecret: "s"}, newFakeStore())
 	c := dial(t, addr)
-	if got := c.do("RAFTSET.AUTH", "s"); got != errr("NOAUTH Authentication required.") {
-		t.Errorf("RAFTSET.AUTH before AUTH = %q", got)
+	if got := c.do("RAFTSET.AUTH", "wrong"); got != errr("WRONGPASS invalid node secret") {
+		t.Errorf("RAFTSET.AUTH with a wrong secret = %q", got)
 	}
-	if got := c.do("AUTH", "pw"); got != "+OK\r\n" {
-		t.Fatalf("AUTH = %q", got)
+	if got := c.do("PING"); got != errr("NOAUTH Authentication required.") {
+		t.Errorf("PING after a wrong node secret = %q", got)
 	}
 	if got := c.do("RAFTSET.AUTH", "s"); got != "+OK\r\n" {
-		t.Errorf("RAFTSET.AUTH after AUTH = %q", got)
+		t.Errorf("RAFTSET.AUTH before AUTH = %q", got)
+	}
+	if got := c.do("PING"); got != "+PONG\r\n" {
+		t.Errorf("PING after RAFTSET.AUTH = %q", got)
+	}
+	// A user without rights changes nothing for a node.
+	admin := dial(t, addr)
+	admin.do("AUTH", "pw")
+	if got := admin.do("ACL", "SETUSER", "default", "-@all"); got != "+OK\r\n" {
+		t.Fatalf("ACL SETUSER default -@all = %q", got)
+	}
+	if got := c.do("SADD", "k", "m"); got != ":1\r\n" {
+		t.Errorf("SADD by a node after default lost every command = %q", got)
 	}
 
 	_, open := startServer(t, Config{}, newFakeStore())
@@ -59,5 +74,10 @@ func TestNodeAuthOrder(t *testing.T) {
 	}
 	if got := c2.do("RAFTSET.AUTH", "anything"); got != "+OK\r\n" {
 		t.Errorf("RAFTSET.AUTH without a secret = %q", got)
+	}
+	open2 := dial(t, open)
+	open2.do("ACL", "SETUSER", "default", "-sadd")
+	if got := c2.do("SADD", "k", "m"); got != errr("NOPERM User default has no permissions to run the 'sadd' command") {
+		t.Errorf("SADD after an empty-secret RAFTSET.AUTH, default without sadd = %q", got)
 	}
 }

@@ -55,8 +55,13 @@ type Config struct {
 	Shutdown func()
 	// NodeSecret is what other nodes present with RAFTSET.AUTH before they
 	// may send internal commands (command.Internal); empty accepts any
-	// (see cluster.NodeSecret).
+	// (see cluster.NodeSecret). A connection that presented a non-empty one
+	// is authenticated and exempt from ACL rules.
 	NodeSecret string
+	// ACLFile is the aclfile directive: ACL LOAD proposes its contents to
+	// every replica, ACL SAVE writes this node's users to it. Empty: ACL
+	// LOAD and SAVE answer Redis's "not configured" error.
+	ACLFile string
 
 	// Client limits (limits.go).
 	//
@@ -87,6 +92,7 @@ type Server struct {
 	cancel context.CancelFunc
 
 	pubsub     registry // node-local channels (pubsub.go)
+	acl        aclState // acl.go
 	auth       atomic.Pointer[authConfig]
 	maxBulk    atomic.Int64
 	maxClients atomic.Int64
@@ -115,9 +121,10 @@ type Server struct {
 	stats   stats
 }
 
+// authConfig is the requirepass directive as set, for CONFIG GET; the
+// users apply it (acl.go).
 type authConfig struct {
 	pass string
-	sum  [sha256.Size]byte
 }
 
 // stats are the counters INFO reports.
@@ -170,7 +177,7 @@ func NewServer(cfg Config, store Store) *Server {
 		runID:   newRunID(),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.setPass(cfg.RequirePass)
+	s.initACL()
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.initLimits()
@@ -199,18 +206,13 @@ func newRunID() string {
 }
 
 func (s *Server) setPass(p string) {
-	s.auth.Store(&authConfig{pass: p, sum: sha256.Sum256([]byte(p))})
+	s.auth.Store(&authConfig{pass: p})
+	s.acl.users.SetRequirePass(p)
 }
 
-// authRequired reports whether a password is set.
-func (s *Server) authRequired() bool { return s.auth.Load().pass != "" }
-
-// checkPass compares in constant time.
-func (s *Server) checkPass(p []byte) bool {
-	a := s.auth.Load()
-	sum := sha256.Sum256(p)
-	return subtle.ConstantTimeCompare(sum[:], a.sum[:]) == 1
-}
+// authRequired reports whether new connections must authenticate: the
+// default user has a password (requirepass or ACL) or is off.
+func (s *Server) authRequired() bool { return !s.acl.users.DefaultNoPass() }
 
 // checkNodeSecret compares a RAFTSET.AUTH secret in constant time.
 func (s *Server) checkNodeSecret(p []byte) bool {
@@ -377,6 +379,7 @@ func (s *Server) tick() {
 			return
 		case now := <-t.C:
 			s.now.Store(now.UnixNano())
+			s.dropDeletedUsers()
 			total := st.commands.Load()
 			if el := now.Sub(st.lastTick); el > 0 {
 				st.samples[st.sampleIdx] = (total - st.lastCount) * int64(time.Second) / int64(el)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"raftset/internal/acl"
 	"raftset/internal/command"
 )
 
@@ -51,6 +52,12 @@ type Store interface {
 	// replicated cluster clock, not this machine's wall clock); TIME
 	// answers it.
 	ClusterTime() time.Time
+	// Users returns the ACL users, which the store changes when it applies
+	// ACL SETUSER, DELUSER and LOAD (writes: "acl load" carries the file's
+	// name and contents). resp authenticates and checks commands against
+	// them and sets the node-local requirepass overlay on them. nil: the
+	// front end keeps users of its own, changed by nothing.
+	Users() *acl.Registry
 }
 
 // InfoSection is one "# Name" block of INFO. Name is printed as given

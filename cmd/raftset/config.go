@@ -33,6 +33,7 @@ type Config struct {
 	SnapshotLogBytes   int64 // 0: off
 	TrailingLogBytes   int64 // 0: off
 	RequirePass        string
+	ACLFile            string // ACL LOAD / ACL SAVE; not read at start: users are replicated
 	MaxIntsetEntries   int
 	MaxListpackEntries int
 	MaxListpackValue   int
@@ -196,6 +197,7 @@ func directives() []directive {
 		memoryDirective("snapshot-log-size", func(c *Config) *int64 { return &c.SnapshotLogBytes }),
 		memoryDirective("trailing-log-size", func(c *Config) *int64 { return &c.TrailingLogBytes }),
 		stringDirective("requirepass", func(c *Config) *string { return &c.RequirePass }),
+		stringDirective("aclfile", func(c *Config) *string { return &c.ACLFile }),
 		intDirective("set-max-intset-entries", func(c *Config) *int { return &c.MaxIntsetEntries }, 0),
 		intDirective("set-max-listpack-entries", func(c *Config) *int { return &c.MaxListpackEntries }, 0),
 		intDirective("set-max-listpack-value", func(c *Config) *int { return &c.MaxListpackValue }, 0),

@@ -161,6 +161,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		Addr:        addr,
 		RequirePass: cfg.RequirePass,
 		NodeSecret:  cluster.NodeSecret(cfg.ClusterSecret, cfg.RequirePass),
+		ACLFile:     cfg.ACLFile,
 		Logger:      logger.Named("resp"),
 		Version:     version,
 		// Client limits.

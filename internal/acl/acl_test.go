@@ -133,7 +133,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	if err := r2.Check("uc", "keys", "", nil); err != nil {
 		t.Fatalf("restored user lost +keys: %v", err)
 	}
-	for _, bad := range [][]byte{nil, []byte("RSACL"), []byte("RSACL\x02"), append(b[:len(b)-1:len(b)-1], 'x'), append(append([]byte{}, b...), 0)} {
+	for _, bad := range [][]byte{nil, []byte("RSACL"), []byte("RSACL\x03"), append(b[:len(b)-1:len(b)-1], 'x'), append(append([]byte{}, b...), 0)} {
 		if err := r2.Unmarshal(bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("Unmarshal(%q) = %v; want ErrCorrupt", bad, err)
 		}
@@ -182,6 +182,7 @@ func FuzzUnmarshal(f *testing.F) {
 	_ = r.SetUser("u", words("on >a ~k* %R~r* &c +@read -get +select|0 +config|get"))
 	f.Add(r.Marshal())
 	f.Add([]byte("RSACL\x01\x01\x07default\x05on ~*"))
+	f.Add([]byte("RSACL\x02\x01\x01\x07default\x05on ~*"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := mustNew(t, smallTable())
 		if err := r.Unmarshal(b); err != nil {

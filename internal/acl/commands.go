@@ -49,9 +49,9 @@ type NoAuthCommands interface {
 	NoAuth(name string) bool
 }
 
-// command is one entry of the compiled table; its index is its id in a
+// cmdEntry is one entry of the compiled table; its index is its id in a
 // user's permission bitmap.
-type command struct {
+type cmdEntry struct {
 	name   string
 	cats   uint32
 	parent int // -1 for a top-level command
@@ -62,7 +62,7 @@ type command struct {
 // table is a Commands compiled once: ids, category masks and the
 // parent/subcommand links the rules need.
 type table struct {
-	cmds   []command
+	cmds   []cmdEntry
 	byName map[string]int
 	top    []int // top-level ids in Names order
 }
@@ -88,7 +88,7 @@ func compile(c Commands) (*table, error) {
 			mask |= bit
 		}
 		t.byName[name] = len(t.cmds)
-		t.cmds = append(t.cmds, command{name: name, cats: mask, parent: -1, noAuth: na != nil && na.NoAuth(raw)})
+		t.cmds = append(t.cmds, cmdEntry{name: name, cats: mask, parent: -1, noAuth: na != nil && na.NoAuth(raw)})
 	}
 	for id := range t.cmds {
 		name := t.cmds[id].name

@@ -14,6 +14,9 @@
 //     proposer refuse a bad SETUSER before it reaches the log.
 //   - Snapshots. Marshal writes the user set (the same users always give
 //     the same bytes) and Unmarshal reads it back, all or nothing.
+//   - requirepass. SetRequirePass is a node-local overlay on the default
+//     user's passwords, never marshaled, that stands until the replicated
+//     users set those passwords themselves (then it is ignored).
 //   - Checks. Before running a command the server calls Check with the
 //     connection's user, the command, its first argument and the keys and
 //     channels it names; a *DeniedError's text is the reply, and its Event

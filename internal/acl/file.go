@@ -10,16 +10,18 @@ import (
 
 // The user set's binary form, for snapshots and log entries:
 //
-//	magic "RSACL" | version byte (1) | uvarint user count |
+//	magic "RSACL" | version byte (2) | flags byte | uvarint user count |
 //	per user, by name (byte-wise): uvarint len, name, uvarint len, rules
 //
 // where rules is the user's Describe line (what ACL LIST shows after the
 // name). Applying those rules to a new user rebuilds it exactly, so the
 // form carries no internal state, and the same users always marshal to the
-// same bytes.
+// same bytes. Flag bit 0 says the default user's passwords were set through
+// ACL (requirepass no longer applies); version 1 had no flags byte.
 const (
 	marshalMagic   = "RSACL"
-	marshalVersion = 1
+	marshalVersion = 2
+	flagPinned     = 1
 	// maxField bounds a name or rules line read back, so a corrupt length
 	// cannot ask for gigabytes.
 	maxField = 1 << 20
@@ -30,7 +32,11 @@ func (r *Registry) Marshal() []byte {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	names := r.sortedNamesLocked()
-	out := append([]byte(marshalMagic), marshalVersion)
+	var flags byte
+	if r.pinned {
+		flags |= flagPinned
+	}
+	out := append([]byte(marshalMagic), marshalVersion, flags)
 	out = binary.AppendUvarint(out, uint64(len(names)))
 	for _, n := range names {
 		d := r.users[n].Describe()
@@ -52,10 +58,19 @@ func (r *Registry) Unmarshal(b []byte) error {
 	if len(b) < len(marshalMagic)+1 || string(b[:len(marshalMagic)]) != marshalMagic {
 		return fmt.Errorf("%w: bad magic", ErrCorrupt)
 	}
-	if v := b[len(marshalMagic)]; v != marshalVersion {
-		return fmt.Errorf("%w: format version %d, this node reads %d (written by a newer raftset?)", ErrCorrupt, v, marshalVersion)
+	v := b[len(marshalMagic)]
+	if v < 1 || v > marshalVersion {
+		return fmt.Errorf("%w: format version %d, this node reads up to %d (written by a newer raftset?)", ErrCorrupt, v, marshalVersion)
 	}
 	b = b[len(marshalMagic)+1:]
+	pinned := false
+	if v >= 2 {
+		if len(b) == 0 || b[0]&^flagPinned != 0 {
+			return fmt.Errorf("%w: bad flags", ErrCorrupt)
+		}
+		pinned = b[0]&flagPinned != 0
+		b = b[1:]
+	}
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)) {
 		return fmt.Errorf("%w: bad user count", ErrCorrupt)
@@ -89,7 +104,8 @@ func (r *Registry) Unmarshal(b []byte) error {
 		return fmt.Errorf("%w: no default user", ErrCorrupt)
 	}
 	r.mu.Lock()
-	r.users = users
+	r.users, r.pinned = users, pinned
+	r.changedLocked()
 	r.mu.Unlock()
 	return nil
 }
@@ -145,12 +161,16 @@ func (r *Registry) FormatFile() []byte {
 // user if the file does not define it. On any error nothing changes and the
 // error's text is Redis's reply (without "ERR ").
 func (r *Registry) LoadFile(filename string, data []byte) error {
-	users, errs := r.ParseFile(filename, data)
+	users, definesDefault, errs := r.parseFile(filename, data)
 	if errs != "" {
 		return errors.New(errs + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
 	}
 	r.mu.Lock()
 	r.users = users
+	if definesDefault {
+		r.pinned = true
+	}
+	r.changedLocked()
 	r.mu.Unlock()
 	return nil
 }
@@ -158,6 +178,13 @@ func (r *Registry) LoadFile(filename string, data []byte) error {
 // ParseFile reads an ACL file as Redis's ACLLoadFromFile does, returning
 // the users or Redis's error text (empty when there is none).
 func (r *Registry) ParseFile(filename string, data []byte) (map[string]*User, string) {
+	users, _, errs := r.parseFile(filename, data)
+	return users, errs
+}
+
+// parseFile is ParseFile that also says whether the file defines the
+// default user.
+func (r *Registry) parseFile(filename string, data []byte) (map[string]*User, bool, string) {
 	users := make(map[string]*User)
 	var errs strings.Builder
 	for i, line := range strings.Split(string(data), "\n") {
@@ -198,10 +225,11 @@ func (r *Registry) ParseFile(filename string, data []byte) (map[string]*User, st
 		}
 	}
 	if errs.Len() > 0 {
-		return nil, errs.String()
+		return nil, false, errs.String()
 	}
-	if _, ok := users["default"]; !ok {
+	_, defines := users["default"]
+	if !defines {
 		users["default"] = newDefaultUser(r.t)
 	}
-	return users, ""
+	return users, defines, ""
 }

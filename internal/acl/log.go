@@ -3,6 +3,8 @@ package acl
 import (
 	"strconv"
 	"time"
+
+	"raftset/internal/command"
 )
 
 // Event is one denial to record in the ACL log.
@@ -15,9 +17,9 @@ type Event struct {
 }
 
 // AuthEvent is the ACL LOG entry of a failed AUTH (or HELLO ... AUTH):
-// command is the command name as the client typed it.
-func AuthEvent(username, command, context, clientInfo string) Event {
-	return Event{Reason: ReasonAuth, Context: context, Object: command, Username: username, ClientInfo: clientInfo}
+// cmd is the command name as the client typed it.
+func AuthEvent(username, cmd, context, clientInfo string) Event {
+	return Event{Reason: ReasonAuth, Context: context, Object: cmd, Username: username, ClientInfo: clientInfo}
 }
 
 // LogEntry is one ACL LOG entry.
@@ -113,30 +115,30 @@ func (l *Log) AppendReply(dst []byte, count int) []byte {
 	}
 	entries := l.Entries(count)
 	now := l.now()
-	dst = appendArray(dst, len(entries))
+	dst = command.AppendArray(dst, len(entries))
 	for _, e := range entries {
-		dst = appendArray(dst, 20)
-		dst = appendBulkString(dst, "count")
-		dst = appendInt(dst, e.Count)
-		dst = appendBulkString(dst, "reason")
-		dst = appendBulkString(dst, e.Reason.String())
-		dst = appendBulkString(dst, "context")
-		dst = appendBulkString(dst, e.Context)
-		dst = appendBulkString(dst, "object")
-		dst = appendBulkString(dst, e.Object)
-		dst = appendBulkString(dst, "username")
-		dst = appendBulkString(dst, e.Username)
-		dst = appendBulkString(dst, "age-seconds")
+		dst = command.AppendArray(dst, 20)
+		dst = command.AppendBulkString(dst, "count")
+		dst = command.AppendInt(dst, e.Count)
+		dst = command.AppendBulkString(dst, "reason")
+		dst = command.AppendBulkString(dst, e.Reason.String())
+		dst = command.AppendBulkString(dst, "context")
+		dst = command.AppendBulkString(dst, e.Context)
+		dst = command.AppendBulkString(dst, "object")
+		dst = command.AppendBulkString(dst, e.Object)
+		dst = command.AppendBulkString(dst, "username")
+		dst = command.AppendBulkString(dst, e.Username)
+		dst = command.AppendBulkString(dst, "age-seconds")
 		age := float64(now.UnixMilli()-e.Updated.UnixMilli()) / 1000
-		dst = appendBulkString(dst, strconv.FormatFloat(age, 'g', -1, 64))
-		dst = appendBulkString(dst, "client-info")
-		dst = appendBulkString(dst, e.ClientInfo)
-		dst = appendBulkString(dst, "entry-id")
-		dst = appendInt(dst, e.ID)
-		dst = appendBulkString(dst, "timestamp-created")
-		dst = appendInt(dst, e.Created.UnixMilli())
-		dst = appendBulkString(dst, "timestamp-last-updated")
-		dst = appendInt(dst, e.Updated.UnixMilli())
+		dst = command.AppendBulkString(dst, strconv.FormatFloat(age, 'g', -1, 64))
+		dst = command.AppendBulkString(dst, "client-info")
+		dst = command.AppendBulkString(dst, e.ClientInfo)
+		dst = command.AppendBulkString(dst, "entry-id")
+		dst = command.AppendInt(dst, e.ID)
+		dst = command.AppendBulkString(dst, "timestamp-created")
+		dst = command.AppendInt(dst, e.Created.UnixMilli())
+		dst = command.AppendBulkString(dst, "timestamp-last-updated")
+		dst = command.AppendInt(dst, e.Updated.UnixMilli())
 	}
 	return dst
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"raftset/internal/command"
 	"raftset/internal/respwire"
 	"raftset/internal/testutil"
 )
@@ -61,7 +62,7 @@ func to72(reply, user string) string {
 	}
 	if m := dryrun70.FindStringSubmatch(reply); m != nil {
 		s := "User " + user + " " + m[1]
-		return string(appendBulkString(nil, s))
+		return string(command.AppendBulkString(nil, s))
 	}
 	return reply
 }
@@ -81,7 +82,7 @@ func s(line string) step { return step{args: strings.Fields(line)} }
 
 func (st step) expect(want string) step { st.want72 = want; return st }
 
-func bulk(s string) string { return string(appendBulkString(nil, s)) }
+func bulk(s string) string { return string(command.AppendBulkString(nil, s)) }
 
 func getuser(flags []string, pass []string, cmds, keys, chans string) string {
 	out := "*12\r\n" + bulk("flags") + "*" + itoa(len(flags)) + "\r\n"
@@ -95,7 +96,9 @@ func getuser(flags []string, pass []string, cmds, keys, chans string) string {
 	return out + bulk("commands") + bulk(cmds) + bulk("keys") + bulk(keys) + bulk("channels") + bulk(chans) + bulk("selectors") + "*0\r\n"
 }
 
-func itoa(n int) string { return string(appendInt(nil, int64(n))[1 : len(appendInt(nil, int64(n)))-2]) }
+func itoa(n int) string {
+	return string(command.AppendInt(nil, int64(n))[1 : len(command.AppendInt(nil, int64(n)))-2])
+}
 
 func TestAgainstRedis(t *testing.T) {
 	srv := testutil.StartRedis(t)

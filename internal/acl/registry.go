@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Matcher reports whether s matches a glob pattern with Redis's rules
@@ -21,9 +23,22 @@ type Matcher func(pattern, s []byte) bool
 type Registry struct {
 	t     *table
 	match Matcher
+	// gen counts changes, so that a connection can keep its *User and
+	// look it up again only after one.
+	gen atomic.Uint64
 
 	mu    sync.RWMutex
-	users map[string]*User
+	users map[string]*User // replicated
+	// requirePass is this node's requirepass: a local overlay that stands in
+	// for the default user's passwords until the replicated users set them
+	// (pinned). It is never marshaled.
+	requirePass string
+	// pinned is replicated: an ACL SETUSER default with a password rule, or
+	// an ACL LOAD of a file defining the default user, happened.
+	pinned bool
+	// def is the default user as checked and shown: users["default"] with
+	// the overlay applied.
+	def *User
 }
 
 // New returns a registry holding only the default user (on, nopass, ~*, &*,
@@ -38,6 +53,7 @@ func New(cmds Commands, match Matcher) (*Registry, error) {
 	}
 	r := &Registry{t: t, match: match}
 	r.users = map[string]*User{"default": newDefaultUser(t)}
+	r.changedLocked()
 	return r, nil
 }
 
@@ -78,7 +94,59 @@ func (r *Registry) SetUser(name string, rules [][]byte) error {
 		}
 	}
 	r.users[name] = u
+	if name == "default" && touchesPasswords(rules) {
+		r.pinned = true
+	}
+	r.changedLocked()
 	return nil
+}
+
+// touchesPasswords reports whether rules set or clear passwords: after
+// such a SETUSER of the default user, requirepass no longer applies.
+func touchesPasswords(rules [][]byte) bool {
+	for _, op := range rules {
+		s := string(op)
+		if len(op) > 0 && strings.IndexByte("><#!", op[0]) >= 0 ||
+			strings.EqualFold(s, "nopass") || strings.EqualFold(s, "resetpass") || strings.EqualFold(s, "reset") {
+			return true
+		}
+	}
+	return false
+}
+
+// changedLocked rebuilds the default user as checked and counts a change;
+// r.mu is held for writing (or r is not shared yet).
+func (r *Registry) changedLocked() {
+	d := r.users["default"]
+	if r.requirePass != "" && !r.pinned {
+		d = d.clone()
+		d.nopass = false
+		d.passwords = []string{hashPassword([]byte(r.requirePass))}
+	}
+	r.def = d
+	r.gen.Add(1)
+}
+
+// userLocked is a user as checked and shown; r.mu is held.
+func (r *Registry) userLocked(name string) (*User, bool) {
+	if name == "default" {
+		return r.def, true
+	}
+	u, ok := r.users[name]
+	return u, ok
+}
+
+// Generation changes whenever the users do (SetUser, DelUser, LoadFile,
+// Unmarshal, SetRequirePass): a caller holding a *User from User looks it
+// up again only when the generation moved.
+func (r *Registry) Generation() uint64 { return r.gen.Load() }
+
+// RequirePassPinned reports whether the replicated users set the default
+// user's passwords, so that requirepass no longer applies.
+func (r *Registry) RequirePassPinned() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.pinned
 }
 
 // CheckSetUser reports whether SetUser would succeed, without changing
@@ -88,7 +156,7 @@ func (r *Registry) CheckSetUser(name string, rules [][]byte) error {
 		return ErrUsernameSpaces
 	}
 	r.mu.RLock()
-	old, ok := r.users[name]
+	old, ok := r.users[name] // the replicated user: the overlay is not the state
 	r.mu.RUnlock()
 	u := newUser(name, r.t)
 	if ok {
@@ -120,15 +188,18 @@ func (r *Registry) DelUser(names ...string) (int, error) {
 			n++
 		}
 	}
+	if n > 0 {
+		r.changedLocked()
+	}
 	return n, nil
 }
 
-// User returns a user by name. The returned value does not change.
+// User returns a user by name, the default user with requirepass applied
+// (SetRequirePass). The returned value does not change.
 func (r *Registry) User(name string) (*User, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	u, ok := r.users[name]
-	return u, ok
+	return r.userLocked(name)
 }
 
 // Names returns the user names in ACL USERS's order (byte-wise, as Redis's
@@ -148,17 +219,18 @@ func (r *Registry) sortedNamesLocked() []string {
 	return names
 }
 
-// SetRequirePass is the requirepass directive: the default user's only
-// password, or nopass when pass is empty (Redis's
-// ACLUpdateDefaultUserPassword).
+// SetRequirePass is this node's requirepass directive: the default user's
+// only password, or nopass when pass is empty (Redis's
+// ACLUpdateDefaultUserPassword). It is a local overlay, not replicated
+// state: Marshal leaves it out, and it applies only until the replicated
+// users set the default user's passwords themselves (an ACL SETUSER default
+// with >, <, #, !, nopass, resetpass or reset, or an ACL LOAD of a file that
+// defines the default user); from then on it is ignored.
 func (r *Registry) SetRequirePass(pass string) {
-	rules := [][]byte{[]byte("resetpass"), []byte("nopass")}
-	if pass != "" {
-		rules[1] = append([]byte(">"), pass...)
-	}
-	if err := r.SetUser("default", rules); err != nil {
-		panic("acl: requirepass: " + err.Error()) // both rules always apply
-	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requirePass = pass
+	r.changedLocked()
 }
 
 // Authentication errors, with Redis's reply texts.

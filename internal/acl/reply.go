@@ -5,46 +5,9 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"raftset/internal/command"
 )
-
-// RESP2 encoders: the replies are built here so that they can be compared
-// byte for byte with Redis's, and the server writes them as they are.
-
-func appendArray(dst []byte, n int) []byte {
-	dst = append(dst, '*')
-	dst = strconv.AppendInt(dst, int64(n), 10)
-	return append(dst, '\r', '\n')
-}
-
-func appendBulkString(dst []byte, s string) []byte {
-	dst = append(dst, '$')
-	dst = strconv.AppendInt(dst, int64(len(s)), 10)
-	dst = append(dst, '\r', '\n')
-	dst = append(dst, s...)
-	return append(dst, '\r', '\n')
-}
-
-func appendInt(dst []byte, n int64) []byte {
-	dst = append(dst, ':')
-	dst = strconv.AppendInt(dst, n, 10)
-	return append(dst, '\r', '\n')
-}
-
-func appendSimple(dst []byte, s string) []byte {
-	dst = append(dst, '+')
-	dst = append(dst, s...)
-	return append(dst, '\r', '\n')
-}
-
-// appendError appends an error reply; text carries its code ("ERR ...",
-// "NOPERM ...").
-func appendError(dst []byte, text string) []byte {
-	dst = append(dst, '-')
-	dst = append(dst, text...)
-	return append(dst, '\r', '\n')
-}
-
-func appendNull(dst []byte) []byte { return append(dst, "$-1\r\n"...) }
 
 // AppendError appends err as an error reply: a *DeniedError or an AUTH
 // error as it is, any other error with Redis's "ERR " code.
@@ -52,12 +15,12 @@ func AppendError(dst []byte, err error) []byte {
 	text := err.Error()
 	switch err.(type) {
 	case *DeniedError:
-		return appendError(dst, text)
+		return command.AppendError(dst, text)
 	}
 	if err == ErrWrongPass || err == ErrNoDefaultPassword || err == ErrAuthSyntax {
-		return appendError(dst, text)
+		return command.AppendError(dst, text)
 	}
-	return appendError(dst, "ERR "+text)
+	return command.AppendError(dst, "ERR "+text)
 }
 
 // Resolver tells ACL DRYRUN what a command line is: its name, its first
@@ -100,22 +63,22 @@ const NoFileError = "ERR This Redis instance is not configured to use an ACL fil
 // handles them itself with LoadFile and FormatFile.
 func (r *Registry) Exec(dst []byte, args [][]byte, s Session) []byte {
 	if len(args) < 2 {
-		return appendError(dst, "ERR wrong number of arguments for 'acl' command")
+		return command.AppendError(dst, "ERR wrong number of arguments for 'acl' command")
 	}
 	sub := strings.ToLower(string(args[1]))
 	arity, known := aclArity[sub]
 	if !known {
-		return appendError(dst, "ERR unknown subcommand '"+trunc128(string(args[1]))+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
+		return command.AppendError(dst, "ERR unknown subcommand '"+trunc128(string(args[1]))+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
 	}
 	if (arity > 0 && len(args) != arity) || len(args) < -arity {
-		return appendError(dst, "ERR wrong number of arguments for 'acl|"+sub+"' command")
+		return command.AppendError(dst, "ERR wrong number of arguments for 'acl|"+sub+"' command")
 	}
 	switch {
 	case sub == "setuser":
 		if err := r.SetUser(string(args[2]), args[3:]); err != nil {
 			return AppendError(dst, err)
 		}
-		return appendSimple(dst, "OK")
+		return command.AppendSimple(dst, "OK")
 	case sub == "deluser":
 		names := make([]string, len(args)-2)
 		for i, a := range args[2:] {
@@ -125,41 +88,41 @@ func (r *Registry) Exec(dst []byte, args [][]byte, s Session) []byte {
 		if err != nil {
 			return AppendError(dst, err)
 		}
-		return appendInt(dst, int64(n))
+		return command.AppendInt(dst, int64(n))
 	case sub == "getuser":
 		u, ok := r.User(string(args[2]))
 		if !ok {
-			return appendNull(dst)
+			return append(dst, command.NullBulk...)
 		}
 		return AppendGetUser(dst, u)
 	case sub == "list":
 		return r.AppendList(dst)
 	case sub == "users":
 		names := r.Names()
-		dst = appendArray(dst, len(names))
+		dst = command.AppendArray(dst, len(names))
 		for _, n := range names {
-			dst = appendBulkString(dst, n)
+			dst = command.AppendBulkString(dst, n)
 		}
 		return dst
 	case sub == "whoami":
-		return appendBulkString(dst, s.User)
+		return command.AppendBulkString(dst, s.User)
 	case sub == "load" || sub == "save":
-		return appendError(dst, NoFileError)
+		return command.AppendError(dst, NoFileError)
 	case sub == "cat" && len(args) == 2:
-		dst = appendArray(dst, len(categoryNames))
+		dst = command.AppendArray(dst, len(categoryNames))
 		for _, c := range categoryNames {
-			dst = appendBulkString(dst, c)
+			dst = command.AppendBulkString(dst, c)
 		}
 		return dst
 	case sub == "cat" && len(args) == 3:
 		bit := categoryBit(string(args[2]))
 		if bit == 0 {
-			return appendError(dst, "ERR Unknown category '"+trunc128(string(args[2]))+"'")
+			return command.AppendError(dst, "ERR Unknown category '"+trunc128(string(args[2]))+"'")
 		}
 		names := r.t.inCategory(bit)
-		dst = appendArray(dst, len(names))
+		dst = command.AppendArray(dst, len(names))
 		for _, n := range names {
-			dst = appendBulkString(dst, n)
+			dst = command.AppendBulkString(dst, n)
 		}
 		return dst
 	case sub == "genpass" && len(args) <= 3:
@@ -171,30 +134,30 @@ func (r *Registry) Exec(dst []byte, args [][]byte, s Session) []byte {
 				if s.Log != nil {
 					s.Log.Reset()
 				}
-				return appendSimple(dst, "OK")
+				return command.AppendSimple(dst, "OK")
 			}
 			n, ok := parseLong(args[2])
 			if !ok {
-				return appendError(dst, "ERR value is not an integer or out of range")
+				return command.AppendError(dst, "ERR value is not an integer or out of range")
 			}
 			count = int(max(0, min(n, 1<<30)))
 		}
 		if s.Log == nil {
-			return appendArray(dst, 0)
+			return command.AppendArray(dst, 0)
 		}
 		return s.Log.AppendReply(dst, count)
 	case sub == "dryrun":
 		return r.appendDryRun(dst, args[2:], s.Resolve)
 	case sub == "help":
-		dst = appendArray(dst, len(helpLines)+3)
-		dst = appendSimple(dst, strings.ToUpper(string(args[0]))+" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+		dst = command.AppendArray(dst, len(helpLines)+3)
+		dst = command.AppendSimple(dst, strings.ToUpper(string(args[0]))+" <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
 		for _, l := range helpLines {
-			dst = appendSimple(dst, l)
+			dst = command.AppendSimple(dst, l)
 		}
-		dst = appendSimple(dst, "HELP")
-		return appendSimple(dst, "    Prints this help.")
+		dst = command.AppendSimple(dst, "HELP")
+		return command.AppendSimple(dst, "    Prints this help.")
 	}
-	return appendError(dst, "ERR unknown subcommand or wrong number of arguments for '"+trunc128(string(args[1]))+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
+	return command.AppendError(dst, "ERR unknown subcommand or wrong number of arguments for '"+trunc128(string(args[1]))+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
 }
 
 // parseLong is Redis's string2ll: an optional '-', no '+', no leading
@@ -218,35 +181,35 @@ func trunc128(s string) string {
 
 // AppendGetUser appends ACL GETUSER's reply for u.
 func AppendGetUser(dst []byte, u *User) []byte {
-	dst = appendArray(dst, 12)
-	dst = appendBulkString(dst, "flags")
+	dst = command.AppendArray(dst, 12)
+	dst = command.AppendBulkString(dst, "flags")
 	flags := u.flagNames()
-	dst = appendArray(dst, len(flags))
+	dst = command.AppendArray(dst, len(flags))
 	for _, f := range flags {
-		dst = appendBulkString(dst, f)
+		dst = command.AppendBulkString(dst, f)
 	}
-	dst = appendBulkString(dst, "passwords")
-	dst = appendArray(dst, len(u.passwords))
+	dst = command.AppendBulkString(dst, "passwords")
+	dst = command.AppendArray(dst, len(u.passwords))
 	for _, p := range u.passwords {
-		dst = appendBulkString(dst, p)
+		dst = command.AppendBulkString(dst, p)
 	}
-	dst = appendBulkString(dst, "commands")
-	dst = appendBulkString(dst, u.commandRules())
-	dst = appendBulkString(dst, "keys")
-	dst = appendBulkString(dst, u.keysField())
-	dst = appendBulkString(dst, "channels")
-	dst = appendBulkString(dst, u.channelsField())
-	dst = appendBulkString(dst, "selectors")
-	return appendArray(dst, 0)
+	dst = command.AppendBulkString(dst, "commands")
+	dst = command.AppendBulkString(dst, u.commandRules())
+	dst = command.AppendBulkString(dst, "keys")
+	dst = command.AppendBulkString(dst, u.keysField())
+	dst = command.AppendBulkString(dst, "channels")
+	dst = command.AppendBulkString(dst, u.channelsField())
+	dst = command.AppendBulkString(dst, "selectors")
+	return command.AppendArray(dst, 0)
 }
 
 // AppendList appends ACL LIST's reply: one "user <name> <rules>" line per
 // user.
 func (r *Registry) AppendList(dst []byte) []byte {
 	lines := r.listLines()
-	dst = appendArray(dst, len(lines))
+	dst = command.AppendArray(dst, len(lines))
 	for _, l := range lines {
-		dst = appendBulkString(dst, l)
+		dst = command.AppendBulkString(dst, l)
 	}
 	return dst
 }
@@ -257,7 +220,8 @@ func (r *Registry) listLines() []string {
 	names := r.sortedNamesLocked()
 	lines := make([]string, len(names))
 	for i, n := range names {
-		lines[i] = "user " + n + " " + r.users[n].Describe()
+		u, _ := r.userLocked(n)
+		lines[i] = "user " + n + " " + u.Describe()
 	}
 	return lines
 }
@@ -265,22 +229,22 @@ func (r *Registry) listLines() []string {
 func (r *Registry) appendDryRun(dst []byte, args [][]byte, resolve Resolver) []byte {
 	u, ok := r.User(string(args[0]))
 	if !ok {
-		return appendError(dst, "ERR User '"+string(args[0])+"' not found")
+		return command.AppendError(dst, "ERR User '"+string(args[0])+"' not found")
 	}
 	if resolve == nil {
-		return appendError(dst, "ERR Command '"+string(args[1])+"' not found")
+		return command.AppendError(dst, "ERR Command '"+string(args[1])+"' not found")
 	}
 	cmd, sub, keys, err := resolve(args[1:])
 	if err != nil {
-		return appendError(dst, err.Error())
+		return command.AppendError(dst, err.Error())
 	}
 	if err := r.checkUser(u, cmd, sub, keys); err != nil {
 		if d, ok := err.(*DeniedError); ok {
-			return appendBulkString(dst, d.Verbose())
+			return command.AppendBulkString(dst, d.Verbose())
 		}
 		return AppendError(dst, err)
 	}
-	return appendSimple(dst, "OK")
+	return command.AppendSimple(dst, "OK")
 }
 
 const genPassMaxBits = 4096
@@ -290,19 +254,19 @@ func appendGenPass(dst []byte, args [][]byte) []byte {
 	if len(args) == 3 {
 		n, ok := parseLong(args[2])
 		if !ok {
-			return appendError(dst, "ERR value is not an integer or out of range")
+			return command.AppendError(dst, "ERR value is not an integer or out of range")
 		}
 		bits = n
 	}
 	if bits <= 0 || bits > genPassMaxBits {
-		return appendError(dst, "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
+		return command.AppendError(dst, "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
 	}
 	chars := (bits + 3) / 4
 	buf := make([]byte, (chars+1)/2)
 	if _, err := rand.Read(buf); err != nil {
-		return appendError(dst, "ERR cannot read random bytes: "+err.Error())
+		return command.AppendError(dst, "ERR cannot read random bytes: "+err.Error())
 	}
-	return appendBulkString(dst, hex.EncodeToString(buf)[:chars])
+	return command.AppendBulkString(dst, hex.EncodeToString(buf)[:chars])
 }
 
 var helpLines = []string{

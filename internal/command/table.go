@@ -385,6 +385,29 @@ func Commands() Table {
 		spec("role", 1, Admin|fast, 0, 0, 0, "server", "2.8.12", "Returns the replication role."),
 		spec("wait", 3, Admin, 0, 0, 0, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.").
 			syntax("numreplicas:integer timeout:integer"),
+		// ACL users: SETUSER, DELUSER and LOAD change the replicated users (Write: through the
+		// log); the others are answered by the front end from the node's copy.
+		spec("acl", -2, 0, 0, 0, 0, "server", "6.0.0", "A container for Access List Control commands.",
+			spec("acl|cat", -2, Conn, 0, 0, 0, "server", "6.0.0", "Lists the ACL categories, or the commands inside a category.").
+				syntax("[categoryname:string]"),
+			spec("acl|deluser", -3, Write|Admin, 0, 0, 0, "server", "6.0.0", "Deletes ACL users, and terminates their connections.").
+				syntax("username:string..."),
+			spec("acl|dryrun", -4, Admin, 0, 0, 0, "server", "7.0.0", "Simulates the execution of a command by a user, without executing the command.").
+				syntax("username:string command:string [arg:string...]"),
+			spec("acl|genpass", -2, Conn, 0, 0, 0, "server", "6.0.0", "Generates a pseudorandom, secure password that can be used to identify ACL users.").
+				syntax("[bits:integer]"),
+			spec("acl|getuser", 3, Admin, 0, 0, 0, "server", "6.0.0", "Lists the ACL rules of a user.").
+				syntax("username:string"),
+			spec("acl|help", 2, Conn, 0, 0, 0, "server", "6.0.0", "Returns helpful text about the different subcommands."),
+			spec("acl|list", 2, Admin, 0, 0, 0, "server", "6.0.0", "Dumps the effective rules in ACL file format."),
+			spec("acl|load", 2, Write|Admin, 0, 0, 0, "server", "6.0.0", "Reloads the rules from the configured ACL file."),
+			spec("acl|log", -2, Admin, 0, 0, 0, "server", "6.0.0", "Lists recent security events generated due to ACL rules.").
+				syntax("[operation: count:integer | RESET]"),
+			spec("acl|save", 2, Admin, 0, 0, 0, "server", "6.0.0", "Saves the effective ACL rules in the configured ACL file."),
+			spec("acl|setuser", -3, Write|Admin, 0, 0, 0, "server", "6.0.0", "Creates and modifies an ACL user and its rules.").
+				syntax("username:string [rule:string...]"),
+			spec("acl|users", 2, Admin, 0, 0, 0, "server", "6.0.0", "Lists all ACL users."),
+			spec("acl|whoami", 2, Conn, 0, 0, 0, "server", "6.0.0", "Returns the authenticated username of the current connection.")),
 		// Cluster (raftset's own).
 		spec("raft.join", -3, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Adds a node (id, Raft address, client address) as a non-voter, promoted once caught up.").
 			syntax("node-id:string raft-address:string [client-address:string]"),
