@@ -50,16 +50,24 @@ func startNode(t *testing.T, dir string, extra ...string) (string, *node) {
 func waitWritable(t *testing.T, addr string) {
 	t.Helper()
 	var c *testutil.RESPClient
-	testutil.WaitFor(t, 20*time.Second, "the node to accept writes", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the node to accept writes", func() bool {
 		if c == nil {
 			var err error
 			if c, err = testutil.DialRESP(addr, 10*time.Second); err != nil {
 				return false // not listening yet
 			}
-			t.Cleanup(func() { c.Close() })
+			opened := c
+			t.Cleanup(func() { opened.Close() })
 		}
 		r, err := c.Do("SET", "__raftset_ready", "1")
-		return err == nil && r == "+OK\r\n"
+		if err != nil {
+			// A timed-out reply may still arrive: this connection is out of
+			// step, so the next try dials afresh.
+			c.Close()
+			c = nil
+			return false
+		}
+		return r == "+OK\r\n"
 	})
 	if r, err := c.Do("DEL", "__raftset_ready"); err != nil || r != ":1\r\n" {
 		t.Fatalf("DEL __raftset_ready = %q, %v", r, err)
