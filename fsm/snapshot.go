@@ -148,6 +148,15 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	return sink.Close()
 }
 
+// WriteRDB writes the captured state as an RDB file to w, as Persist does
+// to a snapshot sink. It may be called more than once (SYNC sizes the file
+// first, then sends it); every call writes the same bytes.
+func (s *fsmSnapshot) WriteRDB(w io.Writer) error { return s.write(w) }
+
+// IndexTerm returns the index and term of the last entry applied at capture
+// (the file's raftset-index and raftset-term AUX fields).
+func (s *fsmSnapshot) IndexTerm() (index, term uint64) { return s.index, s.term }
+
 // Release ends the sharing: once no snapshot of the keyspace is live, its
 // values are no longer copied before changes.
 func (s *fsmSnapshot) Release() {

@@ -30,6 +30,10 @@ func (c *client) local(spec *command.Spec, args [][]byte) {
 		c.flush()
 		c.cmdShutdown(args)
 		return
+	case "sync", "psync":
+		c.flush()
+		c.cmdSync(spec.Name == "psync")
+		return
 	case "quit":
 		c.flush()
 		c.write(command.OK)
@@ -146,6 +150,8 @@ func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte 
 		return c.cmdUnsubscribe(dst, args, spec.Name == "punsubscribe")
 	case "publish":
 		return command.AppendInt(dst, int64(s.Publish(string(args[1]), args[2])))
+	case "replconf":
+		return cmdReplconf(dst, args)
 	case "wait":
 		ctx, stop := c.watchClose(s.ctx)
 		defer stop()
