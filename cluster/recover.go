@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -38,8 +39,25 @@ type RecoverOptions struct {
 // snapshot that carries the new configuration; the log is then emptied. It
 // is the way back from a lost quorum, and it is unsafe on a node whose
 // cluster still has a quorum (two clusters would then accept writes). It
-// returns the configuration found and the one written.
-func Recover(opts RecoverOptions) (old, recovered raft.Configuration, err error) {
+// returns the configuration found and the one written, as
+// "id=addr (suffrage), ...".
+func Recover(opts RecoverOptions) (before, after string, err error) {
+	old, recovered, err := recoverCluster(opts)
+	return formatServers(old), formatServers(recovered), err
+}
+
+func formatServers(c raft.Configuration) string {
+	var parts []string
+	for _, s := range c.Servers {
+		parts = append(parts, fmt.Sprintf("%s=%s (%s)", s.ID, s.Address, strings.ToLower(s.Suffrage.String())))
+	}
+	if len(parts) == 0 {
+		return "empty"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func recoverCluster(opts RecoverOptions) (old, recovered raft.Configuration, err error) {
 	if opts.FSM == nil || opts.NodeID == "" {
 		return old, recovered, errors.New("recover: a node id and a state machine are needed")
 	}
