@@ -20,9 +20,12 @@ import (
 
 // Backup and restore of a running cluster (docs/operations.md).
 //
-// A backup is the state machine's own snapshot file: StreamRDB captures it
-// after the linearizable read barrier (so it holds every write acknowledged
-// before the request, on a follower too) and writes it twice, once to learn
+// A backup is the state machine's snapshot written as RDB version 10, which
+// Redis 7.0 and later load as well as raftset (a restore reloads it with
+// Redis's conversions anyway, so the exact encodings of version 11 would buy
+// nothing). StreamRDB captures it after the linearizable read barrier (so it
+// holds every write acknowledged before the request, on a follower too) and
+// writes it twice, once to learn
 // its size (SYNC announces the length before the bytes, as Redis's
 // disk-based sync does) and once to the client. The capture is
 // copy-on-write, so both passes read the same state while writes go on, and
@@ -35,7 +38,7 @@ import (
 // rdbSnapshot is what StreamRDB needs of a captured state machine snapshot
 // (*fsm.FSM's implements it).
 type rdbSnapshot interface {
-	WriteRDB(w io.Writer) error
+	ExportRDB(w io.Writer) error
 	IndexTerm() (index, term uint64)
 }
 
@@ -64,7 +67,7 @@ func (n *Node) StreamRDB(ctx context.Context, start func(size int64, index uint6
 		return &SyncError{Reply: "ERR sync: this state machine cannot write an RDB file"}
 	}
 	var size countWriter
-	if err := rs.WriteRDB(&size); err != nil {
+	if err := rs.ExportRDB(&size); err != nil {
 		return &SyncError{Reply: "ERR sync: " + err.Error()}
 	}
 	index, term := rs.IndexTerm()
@@ -74,7 +77,7 @@ func (n *Node) StreamRDB(ctx context.Context, start func(size int64, index uint6
 	}
 	started := time.Now()
 	out := &countWriter{w: w}
-	if err := rs.WriteRDB(out); err != nil {
+	if err := rs.ExportRDB(out); err != nil {
 		return fmt.Errorf("sync: send RDB: %w", err)
 	}
 	if out.n != size.n {

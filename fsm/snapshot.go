@@ -148,10 +148,12 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	return sink.Close()
 }
 
-// WriteRDB writes the captured state as an RDB file to w, as Persist does
-// to a snapshot sink. It may be called more than once (SYNC sizes the file
+// ExportRDB writes the captured state to w as an RDB version 10 file,
+// which Redis 7.0 and later load (listpack sets become type-2 records, and
+// without raftset-ver a reader applies Redis's load conversions; the other
+// AUX fields are kept). It may be called more than once (SYNC sizes the file
 // first, then sends it); every call writes the same bytes.
-func (s *fsmSnapshot) WriteRDB(w io.Writer) error { return s.write(w) }
+func (s *fsmSnapshot) ExportRDB(w io.Writer) error { return s.writeVersion(w, snapshot.VersionRedis70) }
 
 // IndexTerm returns the index and term of the last entry applied at capture
 // (the file's raftset-index and raftset-term AUX fields).
@@ -169,7 +171,10 @@ func (s *fsmSnapshot) Release() {
 }
 
 // write writes the RDB file.
-func (s *fsmSnapshot) write(w io.Writer) error {
+func (s *fsmSnapshot) write(w io.Writer) error { return s.writeVersion(w, 0) }
+
+// writeVersion writes the RDB file in the given version (0: the default).
+func (s *fsmSnapshot) writeVersion(w io.Writer, version int) error {
 	n := s.n
 	vers := make([]byte, 0, n*3)
 	expires := 0
@@ -196,7 +201,13 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	if len(s.scripts) > 0 {
 		aux = append(aux, snapshot.AuxField{Key: AuxScripts, Value: formatScripts(s.scripts)})
 	}
+	redisVer := ""
+	if version == snapshot.VersionRedis70 {
+		redisVer = "7.0.0"
+	}
 	wr, err := snapshot.NewWriter(w, snapshot.WriterOptions{
+		Version:  version,
+		RedisVer: redisVer,
 		Compress: true,
 		Ctime:    time.UnixMilli(s.now), // deterministic: the FSM clock, not the wall clock
 		Aux:      aux,
