@@ -288,6 +288,12 @@ func TestSyncAndRestoreNeedAuth(t *testing.T) {
 	if code := run([]string{"backup", "--addr", addr, "--pass", "s3cret", file}, &stdout, &stderr); code != 0 {
 		t.Fatalf("backup with --pass exited %d: %q", code, stderr.String())
 	}
+	if r := do(t, c, "RAFT.RESTORE", "REDIS0011 not an rdb file"); !strings.HasPrefix(r, "-ERR RAFT.RESTORE: the file was not restored: ") {
+		t.Errorf("RAFT.RESTORE of a damaged file = %q", r)
+	}
+	if r := do(t, c, "SCARD", "s"); r != ":2\r\n" {
+		t.Fatalf("SCARD s after a refused restore = %q, want :2 (unchanged)", r)
+	}
 	do(t, c, "DEL", "s")
 	stderr.Reset()
 	if code := run([]string{"restore", "--addr", addr, file}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "NOAUTH") {
