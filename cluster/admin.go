@@ -45,7 +45,7 @@ func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
 		return n.Wait(ctx, args, n.fsm.AppliedIndex())
 	case "config":
 		return n.config(ctx, args)
-	case "raft.join", "raft.remove", "raft.transfer":
+	case "raft.join", "raft.remove", "raft.transfer", "raft.restore":
 		return n.onLeader(ctx, args)
 	case "raft.info":
 		return n.raftInfo()

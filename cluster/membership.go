@@ -178,6 +178,11 @@ func (n *Node) leaderCommand(ctx context.Context, args [][]byte) []byte {
 		}
 		n.log.Info("removed member", "id", string(args[1]))
 		return command.OK
+	case "raft.restore":
+		if len(args) != 2 {
+			return command.Error(command.ErrArity(name))
+		}
+		return n.restoreRDB(ctx, args[1])
 	case "raft.transfer":
 		var fut raft.Future
 		switch len(args) {

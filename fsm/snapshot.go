@@ -151,6 +151,17 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	return sink.Close()
 }
 
+// ExportRDB writes the captured state to w as an RDB version 10 file,
+// which Redis 7.0 and later load (listpack sets become type-2 records, and
+// without raftset-ver a reader applies Redis's load conversions; the other
+// AUX fields are kept). It may be called more than once (SYNC sizes the file
+// first, then sends it); every call writes the same bytes.
+func (s *fsmSnapshot) ExportRDB(w io.Writer) error { return s.writeVersion(w, snapshot.VersionRedis70) }
+
+// IndexTerm returns the index and term of the last entry applied at capture
+// (the file's raftset-index and raftset-term AUX fields).
+func (s *fsmSnapshot) IndexTerm() (index, term uint64) { return s.index, s.term }
+
 // Release ends the sharing: once no snapshot of the keyspace is live, its
 // values are no longer copied before changes.
 func (s *fsmSnapshot) Release() {
@@ -163,7 +174,10 @@ func (s *fsmSnapshot) Release() {
 }
 
 // write writes the RDB file.
-func (s *fsmSnapshot) write(w io.Writer) error {
+func (s *fsmSnapshot) write(w io.Writer) error { return s.writeVersion(w, 0) }
+
+// writeVersion writes the RDB file in the given version (0: the default).
+func (s *fsmSnapshot) writeVersion(w io.Writer, version int) error {
 	n := s.n
 	vers := make([]byte, 0, n*3)
 	expires := 0
@@ -193,7 +207,13 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	if s.users != nil {
 		aux = append(aux, snapshot.AuxField{Key: AuxACL, Value: string(s.users)})
 	}
+	redisVer := ""
+	if version == snapshot.VersionRedis70 {
+		redisVer = "7.0.0"
+	}
 	wr, err := snapshot.NewWriter(w, snapshot.WriterOptions{
+		Version:  version,
+		RedisVer: redisVer,
 		Compress: true,
 		Ctime:    time.UnixMilli(s.now), // deterministic: the FSM clock, not the wall clock
 		Aux:      aux,

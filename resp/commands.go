@@ -30,6 +30,10 @@ func (c *client) local(spec *command.Spec, args [][]byte) {
 		c.flush()
 		c.cmdShutdown(args)
 		return
+	case "sync", "psync":
+		c.flush()
+		c.cmdSync(spec.Name == "psync")
+		return
 	case "quit":
 		c.flush()
 		c.write(command.OK)
@@ -154,6 +158,8 @@ func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte 
 	case "acl|cat", "acl|dryrun", "acl|genpass", "acl|getuser", "acl|help", "acl|list",
 		"acl|log", "acl|save", "acl|users", "acl|whoami":
 		return c.cmdACL(dst, spec, args)
+	case "replconf":
+		return cmdReplconf(dst, args)
 	case "wait":
 		ctx, stop := c.watchClose(s.ctx)
 		defer stop()

@@ -4,6 +4,8 @@
 //	raftset rdb check|dump [--db N] FILE                 inspect an RDB file
 //	raftset healthcheck [--addr host:port] [--writable]  probe a node (docker HEALTHCHECK)
 //	raftset cert ca|node|client ...                      make TLS certificates for a cluster
+//	raftset backup|restore [--addr host:port] FILE       a cluster's state to or from an RDB file
+//	raftset recover --dir DIR [--peers ...]              a lone survivor of a lost quorum becomes a cluster
 //	raftset version
 package main
 
@@ -29,6 +31,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runHealthcheck(args[1:], stdout, stderr)
 		case "cert":
 			return runCert(args[1:], stdout, stderr)
+		case "backup":
+			return runBackup(args[1:], stdout, stderr)
+		case "restore":
+			return runRestore(args[1:], stdout, stderr)
+		case "recover":
+			return runRecover(args[1:], stdout, stderr)
 		case "version", "--version", "-v":
 			fmt.Fprintf(stdout, "raftset %s\n", version)
 			return 0
@@ -59,6 +67,9 @@ const usage = `usage:
   raftset cert ca [--dir certs]                        make a cluster CA (ca.crt, ca.key)
   raftset cert node NAME [--ip A,B] [--dns X,Y]        make a node certificate signed by it
   raftset cert client NAME                             make a client certificate (tls-auth-clients)
+  raftset backup [--addr host:port] [--pass P] FILE    fetch a consistent RDB backup (SYNC), verified
+  raftset restore [--addr host:port] [--pass P] FILE   replace the cluster's state with an RDB file
+  raftset recover --dir DIR [--peers id=addr,...]      rewrite a stopped survivor's membership (lost quorum)
   raftset version
 
 Directives (config file "name value", or --name value): see cmd/raftset/default.conf.

@@ -408,6 +408,11 @@ func Commands() Table {
 				syntax("username:string [rule:string...]"),
 			spec("acl|users", 2, Admin, 0, 0, 0, "server", "6.0.0", "Lists all ACL users."),
 			spec("acl|whoami", 2, Conn, 0, 0, 0, "server", "6.0.0", "Returns the authenticated username of the current connection.")),
+		// Replication: enough for redis-cli --rdb and raftset backup (resp/sync.go).
+		spec("sync", 1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "An internal command used in replication."),
+		spec("psync", -3, Admin|NoMulti, 0, 0, 0, "server", "2.8.0", "An internal command used in replication.").
+			syntax("replicationid:string offset:integer"),
+		spec("replconf", -1, Admin, 0, 0, 0, "server", "3.0.0", "An internal command used in replication."),
 		// Cluster (raftset's own).
 		spec("raft.join", -3, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Adds a node (id, Raft address, client address) as a non-voter, promoted once caught up.").
 			syntax("node-id:string raft-address:string [client-address:string]"),
@@ -416,6 +421,8 @@ func Commands() Table {
 		spec("raft.transfer", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Transfers leadership to another voter (the given id, or any).").
 			syntax("[node-id:string]"),
 		spec("raft.info", 1, Admin, 0, 0, 0, "server", "1.0.0", "Returns the node's Raft state and the cluster's members."),
+		spec("raft.restore", 2, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Replaces the cluster's state with an RDB file, on every member (Raft's user restore).").
+			syntax("rdb:string"),
 		spec("raft.snapshot", 1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Takes a Raft snapshot on this node."),
 		spec("sentinel", -2, Admin, 0, 0, 0, "sentinel", "2.8.4", "Answers Sentinel queries: the master is the Raft leader."),
 		// Internal: between nodes only.
