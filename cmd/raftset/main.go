@@ -4,6 +4,7 @@
 //	raftset rdb check|dump [--db N] FILE                 inspect an RDB file
 //	raftset healthcheck [--addr host:port] [--writable]  probe a node (docker HEALTHCHECK)
 //	raftset cert ca|node|client ...                      make TLS certificates for a cluster
+//	raftset config-doc [markdown|conf]                   print the directives (docs/configuration.md)
 //	raftset version
 package main
 
@@ -11,10 +12,51 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 )
 
 // version is raftset's release; reported by INFO as raftset_version.
 const version = "0.1.0"
+
+// commit is the git commit, when the build sets it with
+// -ldflags "-X main.commit=..." (the Makefile does): go build records the
+// commit by itself only in a plain clone (-buildvcs does not recognise a
+// git worktree) and not under go run or go test.
+var commit string
+
+// buildCommit is the git commit the binary was built from, with "-dirty"
+// when the tree had changes, or "unknown".
+func buildCommit() string {
+	if commit != "" {
+		return commit
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+// versionLine is what --version prints.
+func versionLine() string {
+	return fmt.Sprintf("raftset %s commit=%s go=%s %s/%s\n", version, buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -30,11 +72,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case "cert":
 			return runCert(args[1:], stdout, stderr)
 		case "version", "--version", "-v":
-			fmt.Fprintf(stdout, "raftset %s\n", version)
+			fmt.Fprint(stdout, versionLine())
 			return 0
 		case "help", "--help", "-h":
-			fmt.Fprint(stdout, usage)
+			fmt.Fprint(stdout, usage+helpDirectives())
 			return 0
+		case "config-doc":
+			return runConfigDoc(args[1:], stdout, stderr)
 		case "server":
 			args = args[1:]
 		}
@@ -59,7 +103,6 @@ const usage = `usage:
   raftset cert ca [--dir certs]                        make a cluster CA (ca.crt, ca.key)
   raftset cert node NAME [--ip A,B] [--dns X,Y]        make a node certificate signed by it
   raftset cert client NAME                             make a client certificate (tls-auth-clients)
-  raftset version
-
-Directives (config file "name value", or --name value): see cmd/raftset/default.conf.
+  raftset config-doc [markdown|conf]                   print the directives as docs/configuration.md or a config file
+  raftset version                                      print the version, git commit and Go version
 `

@@ -320,6 +320,7 @@ func Commands() Table {
 			spec("config|set", -4, Admin, 0, 0, 0, "server", "2.0.0", "Sets configuration parameters in-flight.").
 				syntax("(parameter_value: parameter:string value:string)..."),
 			spec("config|resetstat", 2, Admin, 0, 0, 0, "server", "2.0.0", "Resets the server's statistics."),
+			spec("config|rewrite", 2, Admin, 0, 0, 0, "server", "2.8.0", "Persists the effective configuration to file."),
 			spec("config|help", 2, Admin, 0, 0, 0, "server", "5.0.0", "Returns helpful text about the different subcommands.")),
 		spec("command", -1, Conn, 0, 0, 0, "server", "2.8.13", "Returns detailed information about all commands.",
 			spec("command|count", 2, Conn, 0, 0, 0, "server", "2.8.13", "Returns a count of commands."),
