@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"raftset/internal/peerauth"
+	"raftset/snapshot"
 )
 
 // Node is one member of a raftset cluster: the Raft instance, its stores, the
@@ -341,6 +342,10 @@ func (n *Node) restoreLatest(f stateMachine) (uint64, error) {
 	defer rc.Close()
 	start := time.Now()
 	if err := f.Restore(rc); err != nil {
+		if errors.Is(err, snapshot.ErrNewerFormat) {
+			return 0, fmt.Errorf("cluster: snapshot %s (index %d): %w (files left untouched; run a raftset that reads it)",
+				where, meta.Index, err)
+		}
 		return 0, fmt.Errorf("%w: restore %s (index %d): %v (files left untouched; move that directory away to fall back to an older snapshot, which may lose writes whose log entries were compacted)",
 			ErrCorruptSnapshot, where, meta.Index, err)
 	}

@@ -16,6 +16,24 @@ var ErrCorrupt = errors.New("snapshot: corrupt RDB")
 // but the CRC64 trailer does not match the file.
 var ErrChecksum = errors.New("snapshot: RDB checksum mismatch")
 
+// ErrNewerFormat is matched (errors.Is) by *NewerFormatError: a snapshot
+// whose raftset-ver is a format newer than this build reads, written by a
+// newer raftset. It is not ErrCorrupt: an upgraded binary reads the file.
+var ErrNewerFormat = errors.New("snapshot: written by a newer raftset")
+
+// NewerFormatError names the snapshot format a file needs.
+type NewerFormatError struct {
+	Format int // the file's raftset-ver
+	Max    int // the newest this build reads
+}
+
+func (e *NewerFormatError) Error() string {
+	return fmt.Sprintf("snapshot written by a newer raftset (snapshot format %d, this binary reads up to %d): upgrade this node", e.Format, e.Max)
+}
+
+// Unwrap makes errors.Is find ErrNewerFormat.
+func (e *NewerFormatError) Unwrap() error { return ErrNewerFormat }
+
 // ErrUnsupportedType is matched by *UnsupportedTypeError: a well-formed record
 // of a type raftset does not hold (a list, hash, sorted set, stream or module
 // value in a foreign dump).
