@@ -18,7 +18,9 @@ var ErrChecksum = errors.New("snapshot: RDB checksum mismatch")
 
 // ErrNewerFormat is matched (errors.Is) by *NewerFormatError: a snapshot
 // whose raftset-ver is a format newer than this build reads, written by a
-// newer raftset. It is not ErrCorrupt: an upgraded binary reads the file.
+// newer raftset. The reader reports it as the cause of a *CorruptError
+// (ErrCorrupt too): it cannot tell a newer file from a damaged digit, but
+// the message names the likelier cause.
 var ErrNewerFormat = errors.New("snapshot: written by a newer raftset")
 
 // NewerFormatError names the snapshot format a file needs.
@@ -47,6 +49,9 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
+	if nf := (*NewerFormatError)(nil); errors.As(e.cause, &nf) {
+		return fmt.Sprintf("%v (%s at offset %d, unless the file is damaged)", nf, e.Reason, e.Offset)
+	}
 	if e.cause != nil && e.cause != ErrChecksum {
 		return fmt.Sprintf("snapshot: corrupt RDB at offset %d: %s: %v", e.Offset, e.Reason, e.cause)
 	}

@@ -289,7 +289,7 @@ func (r *Reader) readAux(off int64) error {
 	}
 	if string(k) == AuxRaftsetVer {
 		if n, err := strconv.Atoi(string(v)); err == nil && n > RaftsetFormat && string(v) == strconv.Itoa(n) {
-			return &NewerFormatError{Format: n, Max: RaftsetFormat}
+			return corruptf(off, &NewerFormatError{Format: n, Max: RaftsetFormat}, "AUX %s = %q", AuxRaftsetVer, v)
 		}
 		if string(v) != raftsetFormat {
 			return corruptf(off, nil, "AUX %s = %q: not a raftset format this build reads (%s)", AuxRaftsetVer, v, raftsetFormat)
