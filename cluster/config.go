@@ -153,6 +153,11 @@ type Config struct {
 	// suite's checkers notice.
 	AckBeforeCommit bool
 
+	// readFormat and writeFormat, when set, replace command.Version as the
+	// log format this node says it reads and the one its proposals need
+	// (tests: an older member, a newer leader; formats.go).
+	readFormat, writeFormat int
+
 	// wrapLogStore wraps the log store (tests: simulated disk latency).
 	wrapLogStore func(raft.LogStore) raft.LogStore
 }

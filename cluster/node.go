@@ -51,6 +51,9 @@ type Node struct {
 	pool     pool                  // connections to the leader (rpcconn.go)
 	// queries holds connections to every member, for WAIT (wait.go).
 	queries pool
+	// formats is the leader's view of the log formats members read
+	// (formats.go).
+	formats formats
 	trans   raft.Transport
 	// joined is set once RAFT.JOIN through Config.Join succeeded.
 	joined atomic.Bool
@@ -114,6 +117,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 		log:     cfg.Logger.Named("cluster"),
 		fsm:     f,
 		stopCh:  make(chan struct{}),
+		formats: formats{byID: map[string]int{}},
 		stopped: make(chan struct{}),
 		started: time.Now(),
 	}
@@ -302,7 +306,8 @@ func (n *Node) bootstrapConfiguration(self raft.ServerAddress) raft.Configuratio
 func (n *Node) startLoops() {
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(8)
+	n.wg.Add(9)
+	go n.runFormats()
 	go n.runDefrag()
 	go n.runLogRetention()
 	go n.runProposer()
