@@ -5,6 +5,8 @@
 GO    ?= go
 IMAGE ?= raftset:local
 BIN   := bin/raftset
+# raftset --version reports it (go's own VCS stamp misses git worktrees).
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
 export PATH := /usr/local/go/bin:$(PATH)
 
@@ -13,7 +15,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/raftset
+	$(GO) build -ldflags='-X main.commit=$(COMMIT)' -o $(BIN) ./cmd/raftset
 
 test:
 	$(GO) test -race ./...
@@ -28,7 +30,7 @@ lint:
 
 # Static, so it runs in an image with nothing else in it.
 static:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/raftset
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X main.commit=$(COMMIT)' -o $(BIN) ./cmd/raftset
 
 image: static
 	docker build -t $(IMAGE) .

@@ -105,6 +105,9 @@ type Config struct {
 	ElectionTimeout    time.Duration // default 500ms
 	LeaderLeaseTimeout time.Duration // default 250ms
 	CommitTimeout      time.Duration // default 50ms
+	// MaxAppendEntries caps the entries of one AppendEntries RPC (Raft's
+	// MaxAppendEntries, 1..1024). Default 64.
+	MaxAppendEntries int
 
 	// ApplyTimeout bounds how long a proposal waits to enter Raft's queue;
 	// past it the write is refused (-TRYAGAIN: it was not appended).
@@ -150,6 +153,11 @@ type Config struct {
 	// suite's checkers notice.
 	AckBeforeCommit bool
 
+	// readFormat and writeFormat, when set, replace command.Version as the
+	// log format this node says it reads and the one its proposals need
+	// (tests: an older member, a newer leader; formats.go).
+	readFormat, writeFormat int
+
 	// wrapLogStore wraps the log store (tests: simulated disk latency).
 	wrapLogStore func(raft.LogStore) raft.LogStore
 }
@@ -173,6 +181,7 @@ func DefaultConfig() Config {
 		ElectionTimeout:    500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
+		MaxAppendEntries:   64,
 		ApplyTimeout:       5 * time.Second,
 		BarrierTimeout:     10 * time.Second,
 		MaxEntryBytes:      raft.SuggestedMaxDataSize,
@@ -216,6 +225,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = d.CommitTimeout
+	}
+	if c.MaxAppendEntries == 0 {
+		c.MaxAppendEntries = d.MaxAppendEntries
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = d.ApplyTimeout
@@ -281,15 +293,40 @@ func (c *Config) Validate() error {
 	if c.MaxEntryOps < 0 || c.MaxInflight < 0 || c.SnapshotRetain < 0 {
 		return errors.New("cluster: MaxEntryOps, MaxInflight and SnapshotRetain must not be negative")
 	}
-	lease, hb := c.LeaderLeaseTimeout, c.HeartbeatTimeout
-	if lease == 0 {
-		lease = DefaultConfig().LeaderLeaseTimeout
+	return c.validateTimers()
+}
+
+// validateTimers applies Raft's own bounds (raft.ValidateConfig) to the
+// timers, with messages that name them, so that a bad setting fails at start
+// rather than deep inside raft.NewRaft. Zero means the default.
+func (c *Config) validateTimers() error {
+	d := DefaultConfig()
+	or := func(v, def time.Duration) time.Duration {
+		if v == 0 {
+			return def
+		}
+		return v
 	}
-	if hb == 0 {
-		hb = DefaultConfig().HeartbeatTimeout
+	hb, el := or(c.HeartbeatTimeout, d.HeartbeatTimeout), or(c.ElectionTimeout, d.ElectionTimeout)
+	lease, commit := or(c.LeaderLeaseTimeout, d.LeaderLeaseTimeout), or(c.CommitTimeout, d.CommitTimeout)
+	for _, t := range []struct {
+		name string
+		v    time.Duration
+		min  time.Duration
+	}{{"HeartbeatTimeout", hb, 5 * time.Millisecond}, {"ElectionTimeout", el, 5 * time.Millisecond},
+		{"LeaderLeaseTimeout", lease, 5 * time.Millisecond}, {"CommitTimeout", commit, time.Millisecond}} {
+		if t.v < t.min {
+			return fmt.Errorf("cluster: %s %s is below Raft's minimum %s", t.name, t.v, t.min)
+		}
 	}
 	if lease > hb {
 		return fmt.Errorf("cluster: LeaderLeaseTimeout %s exceeds HeartbeatTimeout %s", lease, hb)
+	}
+	if el < hb {
+		return fmt.Errorf("cluster: ElectionTimeout %s is below HeartbeatTimeout %s", el, hb)
+	}
+	if c.MaxAppendEntries < 0 || c.MaxAppendEntries > 1024 {
+		return fmt.Errorf("cluster: MaxAppendEntries %d out of range (1..1024)", c.MaxAppendEntries)
 	}
 	return nil
 }

@@ -81,6 +81,8 @@ func applyErrorReply(err error) []byte {
 		return replyTryAgainQueue
 	case errors.Is(err, raft.ErrLeadershipLost):
 		return replyUnknownLost
+	case errors.Is(err, errFormatHeld):
+		return constReply("TRYAGAIN the write was not proposed: " + err.Error())
 	case errors.Is(err, raft.ErrRaftShutdown):
 		// Raft also answers this for entries committed but not yet handed to
 		// the FSM at shutdown, so it does not prove "not appended".
@@ -95,7 +97,8 @@ func applyErrorReply(err error) []byte {
 // for the errors that prove the entry was never appended, else unknown.
 func applyErrorOutcome(err error) outcomeKind {
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipTransferInProgress),
+		errors.Is(err, errFormatHeld):
 		return notApplied
 	}
 	return outcomeUnknown

@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"raftset/internal/peerauth"
+	"raftset/snapshot"
 )
 
 // Node is one member of a raftset cluster: the Raft instance, its stores, the
@@ -50,6 +51,9 @@ type Node struct {
 	pool     pool                  // connections to the leader (rpcconn.go)
 	// queries holds connections to every member, for WAIT (wait.go).
 	queries pool
+	// formats is the leader's view of the log formats members read
+	// (formats.go).
+	formats formats
 	trans   raft.Transport
 	// joined is set once RAFT.JOIN through Config.Join succeeded.
 	joined atomic.Bool
@@ -121,6 +125,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 		log:     cfg.Logger.Named("cluster"),
 		fsm:     f,
 		stopCh:  make(chan struct{}),
+		formats: formats{byID: map[string]int{}},
 		stopped: make(chan struct{}),
 		started: time.Now(),
 		clock:   newNodeClock(cfg.ClockOffset),
@@ -239,6 +244,7 @@ func (n *Node) raftConfig() (*raft.Config, error) {
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	rc.CommitTimeout = cfg.CommitTimeout
+	rc.MaxAppendEntries = cfg.MaxAppendEntries
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
@@ -310,8 +316,9 @@ func (n *Node) bootstrapConfiguration(self raft.ServerAddress) raft.Configuratio
 func (n *Node) startLoops() {
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(9)
+	n.wg.Add(10)
 	go n.runClock()
+	go n.runFormats()
 	go n.runDefrag()
 	go n.runLogRetention()
 	go n.runProposer()
@@ -351,6 +358,10 @@ func (n *Node) restoreLatest(f stateMachine) (uint64, error) {
 	defer rc.Close()
 	start := time.Now()
 	if err := f.Restore(rc); err != nil {
+		if errors.Is(err, snapshot.ErrNewerFormat) {
+			return 0, fmt.Errorf("cluster: snapshot %s (index %d): %w (files left untouched; run a raftset that reads it)",
+				where, meta.Index, err)
+		}
 		return 0, fmt.Errorf("%w: restore %s (index %d): %v (files left untouched; move that directory away to fall back to an older snapshot, which may lose writes whose log entries were compacted)",
 			ErrCorruptSnapshot, where, meta.Index, err)
 	}

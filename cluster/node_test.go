@@ -36,6 +36,10 @@ func TestConfigValidate(t *testing.T) {
 		{"unspecified advertise", func(c *Config) { c.RaftAdvertise = "0.0.0.0:7000" }, "not a dialable"},
 		{"bad peer", func(c *Config) { c.Peers = []Peer{{ID: "n2"}} }, "peer 0"},
 		{"lease over heartbeat", func(c *Config) { c.LeaderLeaseTimeout = 2 * time.Second }, "LeaderLeaseTimeout"},
+		{"election under heartbeat", func(c *Config) { c.ElectionTimeout = 100 * time.Millisecond }, "ElectionTimeout 100ms is below HeartbeatTimeout"},
+		{"heartbeat too short", func(c *Config) { c.HeartbeatTimeout, c.LeaderLeaseTimeout = time.Millisecond, time.Millisecond }, "HeartbeatTimeout 1ms is below Raft's minimum"},
+		{"commit timeout too short", func(c *Config) { c.CommitTimeout = time.Microsecond }, "CommitTimeout"},
+		{"append entries too large", func(c *Config) { c.MaxAppendEntries = 1025 }, "MaxAppendEntries 1025"},
 		{"in memory needs no dir", func(c *Config) { c.InMemory, c.DataDir, c.RaftBind = true, "", "" }, ""},
 		{"zero tunables are defaults", func(c *Config) { *c = Config{NodeID: "n", InMemory: true} }, ""},
 	}

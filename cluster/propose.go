@@ -583,7 +583,12 @@ func (w *writer) flush() bool {
 	n.st.entries.Add(1)
 	n.st.ops.Add(uint64(nops))
 	w.storesBefore = n.stores.count.Load()
-	fut := early.wrap(n.raft.Apply(data, n.cfg.ApplyTimeout))
+	var fut raft.ApplyFuture
+	if err := n.checkFormat(n.writeFormat()); err != nil {
+		fut = heldFuture{err}
+	} else {
+		fut = early.wrap(n.raft.Apply(data, n.cfg.ApplyTimeout))
+	}
 	fl := &flight{fut: fut, parts: e.parts, nops: nops, done: make(chan struct{})}
 	w.last, w.handedAt = fl, time.Now()
 	w.flights <- fl
@@ -686,6 +691,8 @@ func (w *writer) proposeEntry(ctx context.Context, data []byte) ([]byte, outcome
 		w.pause.Unlock()
 		return notLeaderWrite(n.Leader()), notLeader
 	}
+	// Not checkFormat: the entries proposed here are of ignorable types,
+	// which a member that does not know them skips.
 	n.st.entries.Add(1)
 	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
 	w.pause.Unlock()

@@ -29,6 +29,8 @@ func (n *Node) Internal(ctx context.Context, args [][]byte) []byte {
 		return n.serveReadIndex(ctx)
 	case cmdApplied:
 		return n.serveApplied()
+	case cmdFormats:
+		return n.serveFormats()
 	case CmdNode, cmdPromote:
 		// Sent straight to a node rather than wrapped in raftset.onleader:
 		// relayed when this node does not lead.

@@ -723,3 +723,41 @@ func TestSnapshotSharing(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot of a newer snapshot format (raftset-ver above the one this
+// build reads) is refused with a message that says so, the state is kept,
+// and the state machine halts: Raft would otherwise retry the install
+// forever while this node no longer follows the cluster.
+func TestRestoreNewerFormatHalts(t *testing.T) {
+	src := newTestFSM(t)
+	applyCmd(t, src, 1000, "sadd", "s", "a")
+	good := persist(t, src)
+	// "1" is written as an RDB integer string: 0xC0, then the int8.
+	marker := append([]byte(snapshot.AuxRaftsetVer), 0xC0, 1)
+	i := bytes.Index(good, marker)
+	if i < 0 {
+		t.Fatal("no raftset-ver AUX field in the snapshot")
+	}
+	newer := bytes.Clone(good)
+	newer[i+len(marker)-1] = 2
+
+	f := newTestFSM(t)
+	applyCmd(t, f, 1000, "sadd", "mine", "x")
+	before := dump(f)
+	err := f.Restore(nopCloser{bytes.NewReader(newer)})
+	if !errors.Is(err, snapshot.ErrNewerFormat) ||
+		!strings.Contains(err.Error(), "snapshot written by a newer raftset (snapshot format 2, this binary reads up to 1): upgrade this node") {
+		t.Fatalf("Restore of a format-2 snapshot = %v", err)
+	}
+	if dump(f) != before {
+		t.Error("state changed")
+	}
+	select {
+	case <-f.Halted():
+	default:
+		t.Fatal("the state machine did not halt")
+	}
+	if herr := f.HaltErr(); !errors.Is(herr, ErrHalted) || !errors.Is(herr, snapshot.ErrNewerFormat) {
+		t.Errorf("HaltErr = %v", herr)
+	}
+}

@@ -93,6 +93,19 @@ func (f *FSM) halt(l *raft.Log, err error) {
 	})
 }
 
+// haltRestore stops the state machine when Raft hands it a snapshot that a
+// newer raftset wrote (InstallSnapshot from an upgraded leader). Raft would
+// retry the install forever; the node cannot follow the cluster any more,
+// and its state is the one before the snapshot.
+func (f *FSM) haltRestore(err error) {
+	f.haltOnce.Do(func() {
+		f.log.Error("stopped applying the log: cannot install the leader's snapshot: " + err.Error() +
+			" (docs/operations.md: Upgrade)")
+		f.haltErr = fmt.Errorf("%w: install snapshot: %w", ErrHalted, err)
+		close(f.halted)
+	})
+}
+
 // Halted is closed when the state machine stops applying the log because an
 // entry does not decode (written by a newer raftset, or corrupt). The
 // process should then stop: this replica can no longer follow the others.

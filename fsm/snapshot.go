@@ -274,6 +274,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.RUnlock()
 	ks, aux, err := readKeyspace(rc, lim, 0, false, 0, false)
 	if err != nil {
+		if errors.Is(err, snapshot.ErrNewerFormat) {
+			f.haltRestore(err)
+			return err
+		}
 		f.log.Error("restore failed; state unchanged", "error", err)
 		return err
 	}

@@ -102,11 +102,43 @@ func TestConfig(t *testing.T) {
 		{cmd("CONFIG", "GET", "dir"), bulks("dir", "/tmp/x")},
 		{cmd("CONFIG", "SET", "dir", ""), errr("ERR CONFIG SET failed (possibly related to argument 'dir') - empty path")},
 		{cmd("CONFIG", "RESETSTAT"), ok},
-		{cmd("CONFIG", "REWRITE"), errr("ERR unknown subcommand 'REWRITE'. Try CONFIG HELP.")},
+		{cmd("CONFIG", "REWRITE"), errr("ERR The server is running without a config file")},
+		{cmd("CONFIG", "REWRITE", "x"), errr("ERR wrong number of arguments for 'config|rewrite' command")},
 	})
-	if !strings.HasPrefix(tc.do("CONFIG", "HELP"), "*9\r\n+CONFIG <subcommand>") {
+	if !strings.HasPrefix(tc.do("CONFIG", "HELP"), "*11\r\n+CONFIG <subcommand>") {
 		t.Errorf("CONFIG HELP")
 	}
+}
+
+// CONFIG REWRITE runs the process's rewrite with the running values, and
+// reports its failure as Redis does.
+func TestConfigRewriteHook(t *testing.T) {
+	var fail error
+	var seen string
+	var s *Server
+	s, addr := startServer(t, Config{ConfigRewrite: func() error {
+		v, _ := s.RunningConfig("maxclients")
+		seen = v
+		return fail
+	}}, newFakeStore())
+	tc := dial(t, addr)
+	runSteps(t, tc, []step{
+		{cmd("CONFIG", "SET", "maxclients", "77"), ok},
+		{cmd("CONFIG", "REWRITE"), ok},
+	})
+	if seen != "77" {
+		t.Errorf("RunningConfig(maxclients) during the rewrite = %q, want 77", seen)
+	}
+	if _, ok := s.RunningConfig("port"); ok {
+		t.Errorf("RunningConfig(port): an immutable parameter is not a running value to write back")
+	}
+	if v, ok := s.RunningConfig("set-max-intset-entries"); !ok || v != "512" {
+		t.Errorf("RunningConfig of a store parameter = %q, %v", v, ok)
+	}
+	fail = errors.New("open /etc/raftset.conf: permission denied")
+	runSteps(t, tc, []step{
+		{cmd("CONFIG", "REWRITE"), errr("ERR Rewriting config file: open /etc/raftset.conf: permission denied")},
+	})
 }
 
 func TestAdminPassedToStore(t *testing.T) {

@@ -147,6 +147,16 @@ func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte 
 		s.resetStats()
 		s.store.Admin(s.ctx, args)
 		return append(dst, command.OK...)
+	case "config|rewrite":
+		if s.cfg.ConfigRewrite == nil {
+			return command.AppendError(dst, "ERR The server is running without a config file")
+		}
+		if err := s.cfg.ConfigRewrite(); err != nil {
+			s.log.Warn("CONFIG REWRITE failed", "error", err)
+			return command.AppendError(dst, "ERR Rewriting config file: "+err.Error())
+		}
+		s.log.Info("CONFIG REWRITE executed with success.")
+		return append(dst, command.OK...)
 	case "config|help":
 		return command.AppendHelp(dst, "CONFIG", configHelp)
 	case "subscribe", "psubscribe":
@@ -457,6 +467,8 @@ var configHelp = []string{
 	"    Set the configuration <directive> to <value>.",
 	"RESETSTAT",
 	"    Reset statistics reported by the INFO command.",
+	"REWRITE",
+	"    Rewrite the configuration file.",
 	"HELP",
 	"    Prints this help.",
 }

@@ -49,6 +49,27 @@ func (s *Server) RegisterConfig(name string, get func() string, set func(string)
 
 var errImmutable = errors.New("can't set immutable config")
 
+// RunningConfig returns the running value of a parameter CONFIG SET can
+// change, whether this server or the store owns it (CONFIG REWRITE writes
+// these back); ok is false for one it cannot change or does not know.
+func (s *Server) RunningConfig(name string) (value string, ok bool) {
+	name = strings.ToLower(name)
+	s.cfgMu.RLock()
+	p, local := s.params[name]
+	s.cfgMu.RUnlock()
+	if local {
+		if p.set == nil {
+			return "", false
+		}
+		return p.get(), true
+	}
+	items, isArray := bulkStrings(s.store.Admin(s.ctx, [][]byte{[]byte("config"), []byte("get"), []byte(name)}))
+	if !isArray || len(items) != 2 || !strings.EqualFold(items[0], name) {
+		return "", false
+	}
+	return items[1], true
+}
+
 func (s *Server) registerBuiltinConfig() {
 	s.logLevel = "notice"
 	s.RegisterConfig("requirepass", func() string { return s.auth.Load().pass },

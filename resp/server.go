@@ -53,6 +53,10 @@ type Config struct {
 	// It must return at once: stopping closes this server, which waits for
 	// the connection that asked. nil makes SHUTDOWN fail.
 	Shutdown func()
+	// ConfigRewrite writes the running configuration back into the file the
+	// process was started with (CONFIG REWRITE). nil: there is no such file,
+	// and CONFIG REWRITE fails as Redis's does.
+	ConfigRewrite func() error
 	// NodeSecret is what other nodes present with RAFTSET.AUTH before they
 	// may send internal commands (command.Internal); empty accepts any
 	// (see cluster.NodeSecret). A connection that presented a non-empty one

@@ -16,6 +16,26 @@ var ErrCorrupt = errors.New("snapshot: corrupt RDB")
 // but the CRC64 trailer does not match the file.
 var ErrChecksum = errors.New("snapshot: RDB checksum mismatch")
 
+// ErrNewerFormat is matched (errors.Is) by *NewerFormatError: a snapshot
+// whose raftset-ver is a format newer than this build reads, written by a
+// newer raftset. The reader reports it as the cause of a *CorruptError
+// (ErrCorrupt too): it cannot tell a newer file from a damaged digit, but
+// the message names the likelier cause.
+var ErrNewerFormat = errors.New("snapshot: written by a newer raftset")
+
+// NewerFormatError names the snapshot format a file needs.
+type NewerFormatError struct {
+	Format int // the file's raftset-ver
+	Max    int // the newest this build reads
+}
+
+func (e *NewerFormatError) Error() string {
+	return fmt.Sprintf("snapshot written by a newer raftset (snapshot format %d, this binary reads up to %d): upgrade this node", e.Format, e.Max)
+}
+
+// Unwrap makes errors.Is find ErrNewerFormat.
+func (e *NewerFormatError) Unwrap() error { return ErrNewerFormat }
+
 // ErrUnsupportedType is matched by *UnsupportedTypeError: a well-formed record
 // of a type raftset does not hold (a list, hash, sorted set, stream or module
 // value in a foreign dump).
@@ -29,6 +49,9 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
+	if nf := (*NewerFormatError)(nil); errors.As(e.cause, &nf) {
+		return fmt.Sprintf("%v (%s at offset %d, unless the file is damaged)", nf, e.Reason, e.Offset)
+	}
 	if e.cause != nil && e.cause != ErrChecksum {
 		return fmt.Sprintf("snapshot: corrupt RDB at offset %d: %s: %v", e.Offset, e.Reason, e.cause)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strconv"
 
 	"raftset/internal/setenc"
 	"raftset/internal/setenc/hashtable"
@@ -287,6 +288,9 @@ func (r *Reader) readAux(off int64) error {
 		return err
 	}
 	if string(k) == AuxRaftsetVer {
+		if n, err := strconv.Atoi(string(v)); err == nil && n > RaftsetFormat && string(v) == strconv.Itoa(n) {
+			return corruptf(off, &NewerFormatError{Format: n, Max: RaftsetFormat}, "AUX %s = %q", AuxRaftsetVer, v)
+		}
 		if string(v) != raftsetFormat {
 			return corruptf(off, nil, "AUX %s = %q: not a raftset format this build reads (%s)", AuxRaftsetVer, v, raftsetFormat)
 		}

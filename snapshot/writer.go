@@ -21,8 +21,12 @@ const (
 	// including sets that deletions or a limit change left in a larger
 	// encoding than Redis would rebuild on load. Redis ignores the field.
 	AuxRaftsetVer = "raftset-ver"
-	// raftsetFormat is the value we write and the only one we accept.
+	// raftsetFormat is the value we write and the only one we accept; a
+	// higher number is a NewerFormatError, anything else corruption.
 	raftsetFormat = "1"
+	// RaftsetFormat is raftsetFormat as a number: the snapshot format this
+	// build writes and the newest it reads.
+	RaftsetFormat = 1
 )
 
 // DefaultRedisVer is the redis-ver AUX value written unless the caller picks

@@ -1,13 +1,14 @@
 package main
 
 import (
-	_ "embed"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"raftset/cluster"
@@ -15,13 +16,14 @@ import (
 	"raftset/resp"
 )
 
-//go:embed default.conf
-var defaultConf string
-
 // Config is every setting of a raftset node. Each field is a directive that
 // works the same in a config file ("name value") and on the command line
 // ("--name value").
 type Config struct {
+	// File is the absolute path of the config file the node was started
+	// with (CONFIG REWRITE writes it); empty without one. Not a directive.
+	File string
+
 	Bind               string
 	Port               int
 	NodeID             string
@@ -51,14 +53,20 @@ type Config struct {
 	TLSCiphers      string // TLS 1.2 suites
 	TLSCipherSuites string // TLS 1.3 suites: checked only, Go offers all three
 	// Cluster.
-	Peers             string     // "id1=host1:raftport,id2=...": static bootstrap, the same on every node
-	AdvertiseAddr     string     // client address other nodes and clients use; default bind:port
-	RaftAdvertiseAddr string     // Raft address peers dial; default raft-addr
-	Join              string     // client address of a member to join through (new nodes)
-	ClusterSecret     string     // what nodes present (RAFTSET.AUTH) to send each other internal commands
-	PromoteLag        uint64     // entries a joining non-voter may lag when promoted to voter
-	MasterName        string     // a name +switch-master is always published under
-	Debug             DebugFlags // test-only switches (debugflags.go)
+	Peers             string // "id1=host1:raftport,id2=...": static bootstrap, the same on every node
+	AdvertiseAddr     string // client address other nodes and clients use; default bind:port
+	RaftAdvertiseAddr string // Raft address peers dial; default raft-addr
+	Join              string // client address of a member to join through (new nodes)
+	ClusterSecret     string // what nodes present (RAFTSET.AUTH) to send each other internal commands
+	PromoteLag        uint64 // entries a joining non-voter may lag when promoted to voter
+	MasterName        string // a name +switch-master is always published under
+	// Raft timers (cluster.Config's).
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	MaxAppendEntries   int
+	Debug              DebugFlags // test-only switches (debugflags.go)
 
 	// Client limits (Redis's directives).
 	ProtectedMode           string // yes|no
@@ -93,8 +101,8 @@ func ParsePeers(v string) ([]cluster.Peer, error) {
 }
 
 func addrDirective(name string, field func(*Config) *string) directive {
-	return directive{name,
-		func(c *Config, v string) error {
+	return directive{name: name,
+		set: func(c *Config, v string) error {
 			if v != "" {
 				if _, _, err := net.SplitHostPort(v); err != nil {
 					return fmt.Errorf("must be host:port: %w", err)
@@ -103,19 +111,36 @@ func addrDirective(name string, field func(*Config) *string) directive {
 			*field(c) = v
 			return nil
 		},
-		func(c *Config) string { return *field(c) }}
+		get: func(c *Config) string { return *field(c) }}
 }
 
 // directive binds a config name to a field.
 type directive struct {
-	name string
-	set  func(c *Config, v string) error
-	get  func(c *Config) string
+	name    string
+	set     func(c *Config, v string) error
+	get     func(c *Config) string
+	def     string // the built-in default, as a config file writes it
+	doc     string // what it does, for --help and docs/configuration.md
+	section string
+	// memory marks a size in bytes, written back with Redis's units.
+	memory bool
+	// perLine > 0: a config file gives the value in several lines of this
+	// many words each (client-output-buffer-limit's classes).
+	perLine int
+	// noRewrite: CONFIG REWRITE leaves the directive's lines as they are
+	// and adds none (a one-shot action such as import).
+	noRewrite bool
+}
+
+// is sets the default and the meaning.
+func (d directive) is(def, doc string) directive {
+	d.def, d.doc = def, doc
+	return d
 }
 
 func intDirective(name string, field func(*Config) *int, min int) directive {
-	return directive{name,
-		func(c *Config, v string) error {
+	return directive{name: name,
+		set: func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < min {
 				return fmt.Errorf("must be an integer ≥ %d", min)
@@ -123,13 +148,13 @@ func intDirective(name string, field func(*Config) *int, min int) directive {
 			*field(c) = n
 			return nil
 		},
-		func(c *Config) string { return strconv.Itoa(*field(c)) }}
+		get: func(c *Config) string { return strconv.Itoa(*field(c)) }}
 }
 
 // countDirective is a positive count (entries, not bytes).
 func countDirective(name string, field func(*Config) *uint64) directive {
-	return directive{name,
-		func(c *Config, v string) error {
+	return directive{name: name,
+		set: func(c *Config, v string) error {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil || n == 0 {
 				return errors.New("must be a positive integer")
@@ -137,31 +162,31 @@ func countDirective(name string, field func(*Config) *uint64) directive {
 			*field(c) = n
 			return nil
 		},
-		func(c *Config) string { return strconv.FormatUint(*field(c), 10) }}
+		get: func(c *Config) string { return strconv.FormatUint(*field(c), 10) }}
 }
 
 func stringDirective(name string, field func(*Config) *string) directive {
-	return directive{name,
-		func(c *Config, v string) error { *field(c) = v; return nil },
-		func(c *Config) string { return *field(c) }}
+	return directive{name: name,
+		set: func(c *Config, v string) error { *field(c) = v; return nil },
+		get: func(c *Config) string { return *field(c) }}
 }
 
 // checkedDirective is a string that check must accept.
 func checkedDirective(name string, field func(*Config) *string, check func(string) error) directive {
-	return directive{name,
-		func(c *Config, v string) error {
+	return directive{name: name,
+		set: func(c *Config, v string) error {
 			if err := check(v); err != nil {
 				return err
 			}
 			*field(c) = v
 			return nil
 		},
-		func(c *Config) string { return *field(c) }}
+		get: func(c *Config) string { return *field(c) }}
 }
 
 func oneOf(name string, field func(*Config) *string, allowed ...string) directive {
-	return directive{name,
-		func(c *Config, v string) error {
+	return directive{name: name,
+		set: func(c *Config, v string) error {
 			v = strings.ToLower(v)
 			for _, a := range allowed {
 				if v == a {
@@ -171,98 +196,265 @@ func oneOf(name string, field func(*Config) *string, allowed ...string) directiv
 			}
 			return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
 		},
-		func(c *Config) string { return *field(c) }}
+		get: func(c *Config) string { return *field(c) }}
 }
 
-// directives lists every setting; it drives both parsers and CONFIG GET.
-func directives() []directive {
-	return append([]directive{
-		stringDirective("bind", func(c *Config) *string { return &c.Bind }),
-		intDirective("port", func(c *Config) *int { return &c.Port }, 0),
-		stringDirective("node-id", func(c *Config) *string { return &c.NodeID }),
-		stringDirective("raft-addr", func(c *Config) *string { return &c.RaftAddr }),
-		stringDirective("dir", func(c *Config) *string { return &c.Dir }),
-		countDirective("snapshot-threshold", func(c *Config) *uint64 { return &c.SnapshotThreshold }),
-		{"snapshot-interval",
-			func(c *Config, v string) error {
-				d, err := parseDuration(v)
-				if err != nil || d <= 0 {
-					return errors.New("must be a positive duration such as 120s or 2m (bare numbers are seconds)")
-				}
-				c.SnapshotInterval = d
-				return nil
-			},
-			func(c *Config) string { return c.SnapshotInterval.String() }},
-		countDirective("trailing-logs", func(c *Config) *uint64 { return &c.TrailingLogs }),
-		memoryDirective("snapshot-log-size", func(c *Config) *int64 { return &c.SnapshotLogBytes }),
-		memoryDirective("trailing-log-size", func(c *Config) *int64 { return &c.TrailingLogBytes }),
-		stringDirective("requirepass", func(c *Config) *string { return &c.RequirePass }),
-		stringDirective("aclfile", func(c *Config) *string { return &c.ACLFile }),
-		intDirective("set-max-intset-entries", func(c *Config) *int { return &c.MaxIntsetEntries }, 0),
-		intDirective("set-max-listpack-entries", func(c *Config) *int { return &c.MaxListpackEntries }, 0),
-		intDirective("set-max-listpack-value", func(c *Config) *int { return &c.MaxListpackValue }, 0),
-		oneOf("loglevel", func(c *Config) *string { return &c.LogLevel }, "trace", "debug", "info", "warn", "error"),
-		oneOf("log-format", func(c *Config) *string { return &c.LogFormat }, "text", "json"),
-		stringDirective("import", func(c *Config) *string { return &c.Import }),
-		stringDirective("pprof-addr", func(c *Config) *string { return &c.PprofAddr }),
-		intDirective("tls-port", func(c *Config) *int { return &c.TLSPort }, 0),
-		stringDirective("tls-cert-file", func(c *Config) *string { return &c.TLSCertFile }),
-		stringDirective("tls-key-file", func(c *Config) *string { return &c.TLSKeyFile }),
-		stringDirective("tls-ca-cert-file", func(c *Config) *string { return &c.TLSCACertFile }),
-		checkedDirective("tls-auth-clients", func(c *Config) *string { return &c.TLSAuthClients },
-			func(v string) error { _, err := tlsconf.ParseClientAuth(v); return err }),
-		checkedDirective("tls-protocols", func(c *Config) *string { return &c.TLSProtocols },
-			func(v string) error { _, _, err := tlsconf.ParseProtocols(v); return err }),
-		checkedDirective("tls-ciphers", func(c *Config) *string { return &c.TLSCiphers },
-			func(v string) error { _, err := tlsconf.ParseCipherSuites(v); return err }),
-		checkedDirective("tls-ciphersuites", func(c *Config) *string { return &c.TLSCipherSuites }, tlsconf.ParseTLS13Suites),
-		{"peers",
-			func(c *Config, v string) error {
-				if _, err := ParsePeers(v); err != nil {
-					return err
-				}
-				c.Peers = v
-				return nil
-			},
-			func(c *Config) string { return c.Peers }},
-		addrDirective("advertise-addr", func(c *Config) *string { return &c.AdvertiseAddr }),
-		addrDirective("raft-advertise-addr", func(c *Config) *string { return &c.RaftAdvertiseAddr }),
-		addrDirective("join", func(c *Config) *string { return &c.Join }),
-		stringDirective("cluster-secret", func(c *Config) *string { return &c.ClusterSecret }),
-		stringDirective("sentinel-master-name", func(c *Config) *string { return &c.MasterName }),
-		countDirective("promote-lag", func(c *Config) *uint64 { return &c.PromoteLag }),
-		oneOf("protected-mode", func(c *Config) *string { return &c.ProtectedMode }, "yes", "no"),
-		intDirective("maxclients", func(c *Config) *int { return &c.MaxClients }, 1),
-		intDirective("timeout", func(c *Config) *int { return &c.Timeout }, 0),
-		intDirective("tcp-keepalive", func(c *Config) *int { return &c.TCPKeepAlive }, 0),
-		memoryDirective("proto-max-bulk-len", func(c *Config) *int64 { return &c.ProtoMaxBulkLen }),
-		memoryDirective("client-query-buffer-limit", func(c *Config) *int64 { return &c.ClientQueryBufferLimit }),
-		{"client-output-buffer-limit",
-			// Each line (or --flag) sets the classes it names; the others
-			// keep their value, as in redis.conf.
-			func(c *Config, v string) error {
-				base := resp.DefaultOutputLimits()
-				if c.ClientOutputBufferLimit != "" {
-					var err error
-					if base, err = resp.ParseOutputLimits(base, c.ClientOutputBufferLimit); err != nil {
+// section groups directives in --help, docs/configuration.md and the
+// example config file.
+type section struct {
+	title, intro string
+	ds           []directive
+}
+
+// directiveTable is every setting with its default and meaning, in the order
+// of the documentation. It drives both parsers, the built-in defaults,
+// CONFIG GET of the settings the server does not own, CONFIG REWRITE,
+// --help, docs/configuration.md and default.conf: a directive exists once.
+var directiveTable = sync.OnceValue(func() []directive {
+	var out []directive
+	for _, s := range sections() {
+		for _, d := range s.ds {
+			d.section = s.title
+			out = append(out, d)
+		}
+	}
+	return out
+})
+
+func directives() []directive { return directiveTable() }
+
+func sections() []section {
+	return []section{
+		{"Network", "Where clients connect, and the limits Redis applies to their connections. " +
+			"All but `bind`, `port` and `advertise-addr` can also be changed with CONFIG SET.", []directive{
+			stringDirective("bind", func(c *Config) *string { return &c.Bind }).is("127.0.0.1",
+				"The address the client (RESP) port listens on: one host or IP (`0.0.0.0` or `::` for every interface)."),
+			intDirective("port", func(c *Config) *int { return &c.Port }, 0).is("6379",
+				"The client (RESP) port; `0` serves TLS only (`tls-port`)."),
+			addrDirective("advertise-addr", func(c *Config) *string { return &c.AdvertiseAddr }).is("",
+				"The client address other nodes forward to and that ROLE, INFO and SENTINEL report (containers, NAT). "+
+					"Empty: `bind:port`, with `0.0.0.0` or `::` replaced by the Raft advertise host."),
+			oneOf("protected-mode", func(c *Config) *string { return &c.ProtectedMode }, "yes", "no").is("yes",
+				"With no `requirepass`, clients from non-loopback addresses get Redis's `-DENIED` error, and a Raft port "+
+					"on a non-loopback address without a `cluster-secret` is refused at start."),
+			intDirective("maxclients", func(c *Config) *int { return &c.MaxClients }, 1).is("10000",
+				"The most client connections served at once; the next one gets `-ERR max number of clients reached`."),
+			intDirective("timeout", func(c *Config) *int { return &c.Timeout }, 0).is("0",
+				"Close a client idle for this many seconds; `0`: never."),
+			intDirective("tcp-keepalive", func(c *Config) *int { return &c.TCPKeepAlive }, 0).is("300",
+				"TCP keepalive probes after this many idle seconds; `0`: off."),
+		}},
+		{"TLS for clients", "Redis's `tls-*` directives. `CONFIG SET` of a certificate, key or CA file re-reads the files " +
+			"(the same paths re-read rotated files): new connections get them, established ones keep theirs, and a " +
+			"file that does not load is refused while the old one stays.", []directive{
+			intDirective("tls-port", func(c *Config) *int { return &c.TLSPort }, 0).is("0",
+				"Serve TLS to clients on this port too; `0`: off."),
+			stringDirective("tls-cert-file", func(c *Config) *string { return &c.TLSCertFile }).is("",
+				"The client port's certificate (PEM)."),
+			stringDirective("tls-key-file", func(c *Config) *string { return &c.TLSKeyFile }).is("",
+				"The client port's private key (PEM)."),
+			stringDirective("tls-ca-cert-file", func(c *Config) *string { return &c.TLSCACertFile }).is("",
+				"The CA that client certificates must chain to."),
+			checkedDirective("tls-auth-clients", func(c *Config) *string { return &c.TLSAuthClients },
+				func(v string) error { _, err := tlsconf.ParseClientAuth(v); return err }).is("yes",
+				"`yes`: clients must present a certificate signed by the CA; `optional`: checked when presented; `no`."),
+			checkedDirective("tls-protocols", func(c *Config) *string { return &c.TLSProtocols },
+				func(v string) error { _, _, err := tlsconf.ParseProtocols(v); return err }).is("",
+				"`TLSv1.2`, `TLSv1.3` or both, space-separated; empty: both."),
+			checkedDirective("tls-ciphers", func(c *Config) *string { return &c.TLSCiphers },
+				func(v string) error { _, err := tlsconf.ParseCipherSuites(v); return err }).is("",
+				"TLS 1.2 suites, `:`-separated OpenSSL or IANA names; empty: Go's defaults."),
+			checkedDirective("tls-ciphersuites", func(c *Config) *string { return &c.TLSCipherSuites }, tlsconf.ParseTLS13Suites).is("",
+				"TLS 1.3 suites: checked, but not restrictable (Go always offers all three)."),
+		}},
+		{"Security", "See docs/security.md.", []directive{
+			stringDirective("requirepass", func(c *Config) *string { return &c.RequirePass }).is("",
+				"Clients must AUTH with this password; empty: no password. CONFIG SET changes it at once."),
+			stringDirective("aclfile", func(c *Config) *string { return &c.ACLFile }).is("",
+				"The file ACL SAVE writes the users to and ACL LOAD reads them from (the node that runs the command); "+
+					"not read at start: users are replicated through the log and snapshots."),
+			stringDirective("cluster-secret", func(c *Config) *string { return &c.ClusterSecret }).is("",
+				"What nodes present to each other (`RAFTSET.AUTH`, and the Raft port's handshake) before they may send "+
+					"internal commands; the same on every node. Empty: derived from `requirepass`; with neither set, internal "+
+					"commands are only hidden from ordinary clients."),
+		}},
+		{"Cluster", "How this node finds and joins the others.", []directive{
+			stringDirective("node-id", func(c *Config) *string { return &c.NodeID }).is("",
+				"This node's stable identity in the cluster. Empty: generated on first start and kept in `<dir>/node-id`."),
+			stringDirective("raft-addr", func(c *Config) *string { return &c.RaftAddr }).is("127.0.0.1:16379",
+				"The address the Raft port listens on."),
+			addrDirective("raft-advertise-addr", func(c *Config) *string { return &c.RaftAdvertiseAddr }).is("",
+				"The Raft address peers dial; empty: `raft-addr`."),
+			{name: "peers",
+				set: func(c *Config, v string) error {
+					if _, err := ParsePeers(v); err != nil {
 						return err
 					}
-				}
-				l, err := resp.ParseOutputLimits(base, v)
-				if err != nil {
-					return err
-				}
-				c.ClientOutputBufferLimit = l.String()
-				return nil
-			},
-			func(c *Config) string { return c.ClientOutputBufferLimit }},
-	}, debugDirectives()...)
+					c.Peers = v
+					return nil
+				},
+				get: func(c *Config) string { return c.Peers }, def: "",
+				doc: "A static cluster: the same `id1=host1:raftport,id2=host2:raftport,...` on every node (this node's id " +
+					"included). A node with an empty data dir bootstraps from it; a node with state ignores it. Empty: a " +
+					"single-node cluster of this node."},
+			addrDirective("join", func(c *Config) *string { return &c.Join }).is("",
+				"Join a running cluster through the client address of any member: the node is added as a non-voter and "+
+					"promoted once caught up. A node that already holds Raft state ignores it unless it was removed."),
+			countDirective("promote-lag", func(c *Config) *uint64 { return &c.PromoteLag }).is("1000",
+				"A joining node becomes a voter once it is at most this many log entries behind the leader."),
+			stringDirective("sentinel-master-name", func(c *Config) *string { return &c.MasterName }).is("",
+				"Sentinel-aware clients hear of a leader change from `+switch-master <name> ...`, published under every "+
+					"master name they asked this node about and this one (empty: `mymaster` when none was asked)."),
+		}},
+		{"Raft timers", "How fast a failed leader is replaced, against how readily a slow network or disk causes an " +
+			"election. The defaults suit a LAN with local disks; see docs/operations.md (Tune). Raft's bounds apply: " +
+			"every timer at least 5ms (the commit timeout 1ms), the lease at most the heartbeat timeout, the election " +
+			"timeout at least the heartbeat timeout.", []directive{
+			durationDirective("raft-heartbeat-timeout", func(c *Config) *time.Duration { return &c.HeartbeatTimeout }).is("500ms",
+				"A follower that hears nothing from the leader for a random 1-2x this long starts an election."),
+			durationDirective("raft-election-timeout", func(c *Config) *time.Duration { return &c.ElectionTimeout }).is("500ms",
+				"A candidate that wins no election in a random 1-2x this long starts another one."),
+			durationDirective("raft-leader-lease-timeout", func(c *Config) *time.Duration { return &c.LeaderLeaseTimeout }).is("250ms",
+				"A leader that cannot reach a quorum for this long steps down."),
+			durationDirective("raft-commit-timeout", func(c *Config) *time.Duration { return &c.CommitTimeout }).is("50ms",
+				"With no new entries, the leader tells followers the commit index at least this often."),
+			{name: "raft-max-append-entries",
+				set: func(c *Config, v string) error {
+					n, err := strconv.Atoi(v)
+					if err != nil || n < 1 || n > 1024 {
+						return errors.New("must be an integer from 1 to 1024")
+					}
+					c.MaxAppendEntries = n
+					return nil
+				},
+				get: func(c *Config) string { return strconv.Itoa(c.MaxAppendEntries) }, def: "64",
+				doc: "The most log entries sent in one AppendEntries request (1 to 1024)."},
+		}},
+		{"Storage and snapshots", "", []directive{
+			stringDirective("dir", func(c *Config) *string { return &c.Dir }).is("./raftset-data",
+				"Where the Raft log (`raft.db`), the stable store and the snapshots live."),
+			countDirective("snapshot-threshold", func(c *Config) *uint64 { return &c.SnapshotThreshold }).is("8192",
+				"Take a Raft snapshot (an RDB file) after this many new log entries, checked every `snapshot-interval`."),
+			{name: "snapshot-interval",
+				set: func(c *Config, v string) error {
+					d, err := parseDuration(v)
+					if err != nil || d <= 0 {
+						return errors.New("must be a positive duration such as 120s or 2m (bare numbers are seconds)")
+					}
+					c.SnapshotInterval = d
+					return nil
+				},
+				get: func(c *Config) string { return c.SnapshotInterval.String() }, def: "120s",
+				doc: "How often the snapshot thresholds are checked (bare numbers are seconds)."},
+			memoryDirective("snapshot-log-size", func(c *Config) *int64 { return &c.SnapshotLogBytes }).is("32mb",
+				"Also snapshot once this many bytes of log were written since the last one (group commit packs from one "+
+					"to thousands of commands in an entry, so counting entries alone lets `raft.db` grow to hundreds of MB). `0`: off."),
+			countDirective("trailing-logs", func(c *Config) *uint64 { return &c.TrailingLogs }).is("10240",
+				"Log entries kept behind a snapshot, so a slightly lagging follower catches up from the log instead of "+
+					"receiving a whole snapshot."),
+			memoryDirective("trailing-log-size", func(c *Config) *int64 { return &c.TrailingLogBytes }).is("8mb",
+				"Caps the entries kept behind a snapshot in bytes too (the smaller wins). `0`: entries only."),
+			{name: "import", set: func(c *Config, v string) error { c.Import = v; return nil },
+				get: func(c *Config) string { return c.Import }, def: "", noRewrite: true,
+				doc: "Start a new node (empty `dir`) from a Redis `dump.rdb`; refused when `dir` holds Raft state. " +
+					"Never written back by CONFIG REWRITE."},
+		}},
+		{"Client limits", "As in redis.conf; CONFIG SET changes them too.", []directive{
+			memoryDirective("proto-max-bulk-len", func(c *Config) *int64 { return &c.ProtoMaxBulkLen }).is("512mb",
+				"The largest bulk string (argument) a client may send."),
+			memoryDirective("client-query-buffer-limit", func(c *Config) *int64 { return &c.ClientQueryBufferLimit }).is("1gb",
+				"A client whose unprocessed input grows past this is disconnected."),
+			{name: "client-output-buffer-limit",
+				// Each line (or --flag) sets the classes it names; the others
+				// keep their value, as in redis.conf.
+				set: func(c *Config, v string) error {
+					base := resp.DefaultOutputLimits()
+					if c.ClientOutputBufferLimit != "" {
+						var err error
+						if base, err = resp.ParseOutputLimits(base, c.ClientOutputBufferLimit); err != nil {
+							return err
+						}
+					}
+					l, err := resp.ParseOutputLimits(base, v)
+					if err != nil {
+						return err
+					}
+					c.ClientOutputBufferLimit = l.String()
+					return nil
+				},
+				get: func(c *Config) string { return c.ClientOutputBufferLimit }, perLine: 4,
+				def: "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60",
+				doc: "`class hard soft soft-seconds`, one class a line: a client whose pending output reaches `hard`, or " +
+					"stays above `soft` for `soft-seconds`, is disconnected (`0`: no limit). `normal` is every client but " +
+					"subscribers; `replica` is accepted and ignored."},
+		}},
+		{"Set encodings", "As in Redis. Replicated: CONFIG SET changes them on every node through the log.", []directive{
+			intDirective("set-max-intset-entries", func(c *Config) *int { return &c.MaxIntsetEntries }, 0).is("512",
+				"A set of integers stays an intset up to this many members."),
+			intDirective("set-max-listpack-entries", func(c *Config) *int { return &c.MaxListpackEntries }, 0).is("128",
+				"A set stays a listpack up to this many members..."),
+			intDirective("set-max-listpack-value", func(c *Config) *int { return &c.MaxListpackValue }, 0).is("64",
+				"...and while no member is longer than this many bytes."),
+		}},
+		{"Logging and debugging", "", []directive{
+			oneOf("loglevel", func(c *Config) *string { return &c.LogLevel },
+				"trace", "debug", "info", "warn", "error", "verbose", "notice", "warning", "nothing").is("info",
+				"`trace`, `debug`, `info`, `warn` or `error` (Redis's `verbose`, `notice`, `warning` and `nothing` "+
+					"are accepted too). CONFIG SET changes it."),
+			oneOf("log-format", func(c *Config) *string { return &c.LogFormat }, "text", "json").is("text",
+				"`text` or `json` (one object a line)."),
+			stringDirective("pprof-addr", func(c *Config) *string { return &c.PprofAddr }).is("",
+				"Serve Go's profiler (net/http/pprof) on this address, such as `127.0.0.1:6060`; empty: off."),
+		}},
+		{"Test-only", "For the Jepsen suite: each one makes a node wrong on purpose, so a node refuses them unless " +
+			"`enable-debug-flags` is yes as well.", debugDirectives()},
+	}
+}
+
+// durationDirective is a positive duration such as 500ms.
+func durationDirective(name string, field func(*Config) *time.Duration) directive {
+	return directive{name: name,
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return errors.New("must be a positive duration such as 500ms or 1s")
+			}
+			*field(c) = d
+			return nil
+		},
+		get: func(c *Config) string { return field(c).String() }}
+}
+
+// checkTimers applies Raft's bounds across the timer directives (the
+// cluster package checks them again; here the messages name directives).
+func (c *Config) checkTimers() error {
+	for _, t := range []struct {
+		name string
+		v    time.Duration
+		min  time.Duration
+	}{{"raft-heartbeat-timeout", c.HeartbeatTimeout, 5 * time.Millisecond},
+		{"raft-election-timeout", c.ElectionTimeout, 5 * time.Millisecond},
+		{"raft-leader-lease-timeout", c.LeaderLeaseTimeout, 5 * time.Millisecond},
+		{"raft-commit-timeout", c.CommitTimeout, time.Millisecond}} {
+		if t.v < t.min {
+			return fmt.Errorf("%s %s: must be at least %s", t.name, t.v, t.min)
+		}
+	}
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		return fmt.Errorf("raft-leader-lease-timeout %s: must not exceed raft-heartbeat-timeout %s",
+			c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	}
+	if c.ElectionTimeout < c.HeartbeatTimeout {
+		return fmt.Errorf("raft-election-timeout %s: must be at least raft-heartbeat-timeout %s",
+			c.ElectionTimeout, c.HeartbeatTimeout)
+	}
+	return nil
 }
 
 // memoryDirective is a size in bytes with Redis's units (64mb); 0 is off.
 func memoryDirective(name string, field func(*Config) *int64) directive {
-	return directive{name,
-		func(c *Config, v string) error {
+	return directive{name: name, memory: true,
+		set: func(c *Config, v string) error {
 			n, err := resp.ParseMemory(v)
 			if err != nil {
 				return errors.New("must be a size such as 32mb, 512kb or 0 (off)")
@@ -270,7 +462,7 @@ func memoryDirective(name string, field func(*Config) *int64) directive {
 			*field(c) = n
 			return nil
 		},
-		func(c *Config) string { return strconv.FormatInt(*field(c), 10) }}
+		get: func(c *Config) string { return strconv.FormatInt(*field(c), 10) }}
 }
 
 func parseDuration(v string) (time.Duration, error) {
@@ -295,8 +487,10 @@ func findDirective(name string) (directive, bool) {
 // argument that does not start with "--", then --name value pairs in order.
 func LoadConfig(args []string) (*Config, error) {
 	c := &Config{}
-	if err := c.parseFile(defaultConf, "built-in defaults"); err != nil {
-		return nil, err
+	for _, d := range directives() {
+		if err := d.set(c, d.def); err != nil {
+			return nil, fmt.Errorf("built-in default %s %q: %w", d.name, d.def, err)
+		}
 	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
 		b, err := os.ReadFile(args[0])
@@ -305,6 +499,9 @@ func LoadConfig(args []string) (*Config, error) {
 		}
 		if err := c.parseFile(string(b), args[0]); err != nil {
 			return nil, err
+		}
+		if c.File, err = filepath.Abs(args[0]); err != nil {
+			return nil, fmt.Errorf("config file: %w", err)
 		}
 		args = args[1:]
 	}
@@ -328,6 +525,9 @@ func LoadConfig(args []string) (*Config, error) {
 		i++
 	}
 	if err := c.Debug.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkTimers(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -364,7 +564,7 @@ func (c *Config) parseFile(text, source string) error {
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", source, n+1, err)
 		}
-		if len(fields) > 2 && multiWord[strings.ToLower(fields[0])] {
+		if d, ok := findDirective(fields[0]); ok && len(fields) > 2 && d.perLine > 0 {
 			fields = []string{fields[0], strings.Join(fields[1:], " ")}
 		}
 		if len(fields) != 2 {
@@ -376,10 +576,6 @@ func (c *Config) parseFile(text, source string) error {
 	}
 	return nil
 }
-
-// multiWord lists the directives whose value is several words on a config
-// file line, as in redis.conf ("client-output-buffer-limit pubsub 32mb 8mb 60").
-var multiWord = map[string]bool{"client-output-buffer-limit": true}
 
 // splitArgs splits a config line into words, honouring double and single
 // quotes as redis.conf does ("" is an empty value).

@@ -24,8 +24,8 @@ type DebugFlags struct {
 }
 
 func boolDirective(name string, field func(*Config) *bool) directive {
-	return directive{name,
-		func(c *Config, v string) error {
+	return directive{name: name,
+		set: func(c *Config, v string) error {
 			switch strings.ToLower(v) {
 			case "yes":
 				*field(c) = true
@@ -36,7 +36,7 @@ func boolDirective(name string, field func(*Config) *bool) directive {
 			}
 			return nil
 		},
-		func(c *Config) string {
+		get: func(c *Config) string {
 			if *field(c) {
 				return "yes"
 			}
@@ -46,9 +46,10 @@ func boolDirective(name string, field func(*Config) *bool) directive {
 
 func debugDirectives() []directive {
 	return []directive{
-		boolDirective("enable-debug-flags", func(c *Config) *bool { return &c.Debug.Enabled }),
-		{"debug-clock-offset",
-			func(c *Config, v string) error {
+		boolDirective("enable-debug-flags", func(c *Config) *bool { return &c.Debug.Enabled }).is("no",
+			"Allow the test-only directives below."),
+		{name: "debug-clock-offset",
+			set: func(c *Config, v string) error {
 				d, err := time.ParseDuration(v)
 				if err != nil {
 					return errors.New("must be a duration such as 250ms or -1s")
@@ -56,8 +57,10 @@ func debugDirectives() []directive {
 				c.Debug.ClockOffset = d
 				return nil
 			},
-			func(c *Config) string { return c.Debug.ClockOffset.String() }},
-		boolDirective("debug-ack-before-commit", func(c *Config) *bool { return &c.Debug.AckBeforeCommit }),
+			get: func(c *Config) string { return c.Debug.ClockOffset.String() }, def: "0s",
+			doc: "Shift this node's clock by this much (TTL workload)."},
+		boolDirective("debug-ack-before-commit", func(c *Config) *bool { return &c.Debug.AckBeforeCommit }).is("no",
+			"Answer writes before they commit: loses acknowledged writes on failover, so that the checkers can be seen to notice."),
 	}
 }
 

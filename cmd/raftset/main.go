@@ -6,6 +6,7 @@
 //	raftset cert ca|node|client ...                      make TLS certificates for a cluster
 //	raftset backup|restore [--addr host:port] FILE       a cluster's state to or from an RDB file
 //	raftset recover --dir DIR [--peers ...]              a lone survivor of a lost quorum becomes a cluster
+//	raftset config-doc [markdown|conf]                   print the directives (docs/configuration.md)
 //	raftset version
 package main
 
@@ -13,10 +14,51 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 )
 
 // version is raftset's release; reported by INFO as raftset_version.
 const version = "0.1.0"
+
+// commit is the git commit, when the build sets it with
+// -ldflags "-X main.commit=..." (the Makefile does): go build records the
+// commit by itself only in a plain clone (-buildvcs does not recognise a
+// git worktree) and not under go run or go test.
+var commit string
+
+// buildCommit is the git commit the binary was built from, with "-dirty"
+// when the tree had changes, or "unknown".
+func buildCommit() string {
+	if commit != "" {
+		return commit
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+// versionLine is what --version prints.
+func versionLine() string {
+	return fmt.Sprintf("raftset %s commit=%s go=%s %s/%s\n", version, buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -38,11 +80,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case "recover":
 			return runRecover(args[1:], stdout, stderr)
 		case "version", "--version", "-v":
-			fmt.Fprintf(stdout, "raftset %s\n", version)
+			fmt.Fprint(stdout, versionLine())
 			return 0
 		case "help", "--help", "-h":
-			fmt.Fprint(stdout, usage)
+			fmt.Fprint(stdout, usage+helpDirectives())
 			return 0
+		case "config-doc":
+			return runConfigDoc(args[1:], stdout, stderr)
 		case "server":
 			args = args[1:]
 		}
@@ -70,7 +114,6 @@ const usage = `usage:
   raftset backup [--addr host:port] [--pass P] FILE    fetch a consistent RDB backup (SYNC), verified
   raftset restore [--addr host:port] [--pass P] FILE   replace the cluster's state with an RDB file
   raftset recover --dir DIR [--peers id=addr,...]      rewrite a stopped survivor's membership (lost quorum)
-  raftset version
-
-Directives (config file "name value", or --name value): see cmd/raftset/default.conf.
+  raftset config-doc [markdown|conf]                   print the directives as docs/configuration.md or a config file
+  raftset version                                      print the version, git commit and Go version
 `

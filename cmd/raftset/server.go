@@ -136,6 +136,9 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.SnapshotInterval = cfg.SnapshotInterval
 	cc.TrailingLogs = cfg.TrailingLogs
 	cc.SnapshotLogBytes, cc.TrailingLogBytes = offIsNegative(cfg.SnapshotLogBytes), offIsNegative(cfg.TrailingLogBytes)
+	cc.HeartbeatTimeout, cc.ElectionTimeout = cfg.HeartbeatTimeout, cfg.ElectionTimeout
+	cc.LeaderLeaseTimeout, cc.CommitTimeout = cfg.LeaderLeaseTimeout, cfg.CommitTimeout
+	cc.MaxAppendEntries = cfg.MaxAppendEntries
 	cc.Logger = logger
 	cc.ClockOffset, cc.AckBeforeCommit = cfg.Debug.ClockOffset, cfg.Debug.AckBeforeCommit
 	if d := cfg.Debug.active(); d != nil {
@@ -157,13 +160,19 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	}
 
 	shutdown := make(chan struct{}, 1)
+	var n *node
+	var rewrite func() error
+	if cfg.File != "" {
+		rewrite = func() error { return n.rewriteConfig() }
+	}
 	srv := resp.NewServer(resp.Config{
-		Addr:        addr,
-		RequirePass: cfg.RequirePass,
-		NodeSecret:  cluster.NodeSecret(cfg.ClusterSecret, cfg.RequirePass),
-		ACLFile:     cfg.ACLFile,
-		Logger:      logger.Named("resp"),
-		Version:     version,
+		ConfigRewrite: rewrite,
+		Addr:          addr,
+		RequirePass:   cfg.RequirePass,
+		NodeSecret:    cluster.NodeSecret(cfg.ClusterSecret, cfg.RequirePass),
+		ACLFile:       cfg.ACLFile,
+		Logger:        logger.Named("resp"),
+		Version:       version,
 		// Client limits.
 		ProtectedModeOff:        cfg.ProtectedMode == "no",
 		MaxClients:              cfg.MaxClients,
@@ -188,10 +197,10 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 			logger.Warn("pprof server stopped", "error", http.ListenAndServe(cfg.PprofAddr, nil))
 		}()
 	}
-	n := &node{cfg: cfg, log: logger, fsm: f, raft: rn, server: srv, ln: ln, shutdown: shutdown}
+	n = &node{cfg: cfg, log: logger, fsm: f, raft: rn, server: srv, ln: ln, shutdown: shutdown}
 	n.registerConfig()
 	ctls.register(srv)
-	logger.Info("raftset ready", "version", version, "node-id", id, "addr", ln.Addr().String(),
+	logger.Info("raftset ready", "version", version, "commit", buildCommit(), "node-id", id, "addr", ln.Addr().String(),
 		"advertise-addr", cc.ClientAddr, "raft-addr", cfg.RaftAddr, "peers", len(peers), "join", cfg.Join, "dir", cfg.Dir,
 		"tls-port", cfg.TLSPort)
 	return n, nil

@@ -363,6 +363,7 @@ func Commands() Table {
 			spec("config|set", -4, Admin, 0, 0, 0, "server", "2.0.0", "Sets configuration parameters in-flight.").
 				syntax("(parameter_value: parameter:string value:string)..."),
 			spec("config|resetstat", 2, Admin, 0, 0, 0, "server", "2.0.0", "Resets the server's statistics."),
+			spec("config|rewrite", 2, Admin, 0, 0, 0, "server", "2.8.0", "Persists the effective configuration to file."),
 			spec("config|help", 2, Admin, 0, 0, 0, "server", "5.0.0", "Returns helpful text about the different subcommands.")),
 		spec("command", -1, Conn, 0, 0, 0, "server", "2.8.13", "Returns detailed information about all commands.",
 			spec("command|count", 2, Conn, 0, 0, 0, "server", "2.8.13", "Returns a count of commands."),
@@ -433,6 +434,7 @@ func Commands() Table {
 		spec("raftset.onleader", -2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a leader-only command relayed by a follower."),
 		spec("raftset.auth", 2, Conn|NoMulti|Internal|fast, 0, 0, 0, "connection", "1.0.0", "Internal: authenticates a connection as a node of the cluster."),
 		spec("raftset.applied", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: this node's applied index (WAIT)."),
+		spec("raftset.formats", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: the highest log-entry format this node reads (rolling upgrades)."),
 	}
 	t := make(Table, len(list))
 	for _, s := range list {
