@@ -29,6 +29,7 @@ type Config struct {
 	NodeID             string
 	RaftAddr           string
 	Dir                string
+	Save, AppendOnly   string // accepted for redis.conf compatibility, no effect
 	SnapshotThreshold  uint64
 	SnapshotInterval   time.Duration
 	TrailingLogs       uint64
@@ -333,6 +334,11 @@ func sections() []section {
 		{"Storage and snapshots", "", []directive{
 			stringDirective("dir", func(c *Config) *string { return &c.Dir }).is("./raftset-data",
 				"Where the Raft log (`raft.db`), the stable store and the snapshots live."),
+			stringDirective("save", func(c *Config) *string { return &c.Save }).is("",
+				"Accepted (from a redis.conf, or CONFIG SET) with no effect: raftset persists every write in its Raft log, "+
+					"synced on a majority before it is acknowledged, and snapshots by `snapshot-threshold`."),
+			oneOf("appendonly", func(c *Config) *string { return &c.AppendOnly }, "yes", "no").is("no",
+				"Accepted with no effect, as `save`: the Raft log is raftset's append-only file, always on."),
 			countDirective("snapshot-threshold", func(c *Config) *uint64 { return &c.SnapshotThreshold }).is("8192",
 				"Take a Raft snapshot (an RDB file) after this many new log entries, checked every `snapshot-interval`."),
 			{name: "snapshot-interval",
