@@ -192,7 +192,7 @@ func commandFlags(spec *command.Spec) []string {
 // them.
 func aclCategories(spec *command.Spec) []string {
 	switch spec.Name {
-	case "client", "config", "config|help", "object":
+	case "client", "config", "config|help", "object", "slowlog", "slowlog|help", "latency", "latency|help":
 		return []string{"@slow"}
 	case "client|setname", "client|getname", "client|id", "wait":
 		return []string{"@slow", "@connection"}
