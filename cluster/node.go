@@ -59,6 +59,8 @@ type Node struct {
 	sw switchNotices // +switch-master (switch.go)
 	st nodeStats
 
+	obs obsState // lag, readiness, metrics (obs.go)
+
 	activeExpire atomic.Bool
 	bgsave       atomic.Bool
 	saveMu       sync.Mutex // one snapshot request at a time
@@ -300,7 +302,8 @@ func (n *Node) bootstrapConfiguration(self raft.ServerAddress) raft.Configuratio
 func (n *Node) startLoops() {
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(8)
+	n.wg.Add(9)
+	go n.runObs()
 	go n.runDefrag()
 	go n.runLogRetention()
 	go n.runProposer()

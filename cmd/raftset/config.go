@@ -40,6 +40,12 @@ type Config struct {
 	LogFormat          string
 	Import             string // --import FILE: start a new node from a Redis dump.rdb
 	PprofAddr          string // serve net/http/pprof here; empty: off
+	// Observability (metrics.go).
+	MetricsAddr             string // Prometheus metrics, /livez, /readyz; empty: off
+	MetricsAuth             string // "user:password" (basic) or a bearer token
+	SlowlogLogSlowerThan    int    // µs; -1: off
+	SlowlogMaxLen           int
+	LatencyMonitorThreshold int // ms; 0: off
 	// Client TLS (Redis's tls-* directives).
 	TLSPort         int
 	TLSCertFile     string
@@ -203,6 +209,11 @@ func directives() []directive {
 		oneOf("log-format", func(c *Config) *string { return &c.LogFormat }, "text", "json"),
 		stringDirective("import", func(c *Config) *string { return &c.Import }),
 		stringDirective("pprof-addr", func(c *Config) *string { return &c.PprofAddr }),
+		addrDirective("metrics-addr", func(c *Config) *string { return &c.MetricsAddr }),
+		stringDirective("metrics-auth", func(c *Config) *string { return &c.MetricsAuth }),
+		intDirective("slowlog-log-slower-than", func(c *Config) *int { return &c.SlowlogLogSlowerThan }, -1),
+		intDirective("slowlog-max-len", func(c *Config) *int { return &c.SlowlogMaxLen }, 0),
+		intDirective("latency-monitor-threshold", func(c *Config) *int { return &c.LatencyMonitorThreshold }, 0),
 		intDirective("tls-port", func(c *Config) *int { return &c.TLSPort }, 0),
 		stringDirective("tls-cert-file", func(c *Config) *string { return &c.TLSCertFile }),
 		stringDirective("tls-key-file", func(c *Config) *string { return &c.TLSKeyFile }),
