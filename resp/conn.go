@@ -141,6 +141,9 @@ func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
 	for i := range rest {
 		in += batchBytes(rest[i].Args)
 	}
+	for _, b := range c.fc.bigs { // read apart from redcon's buffer (bigarg.go)
+		in += int64(len(b))
+	}
 	c.qbuf.Store(in)
 	c.handle(cmd.Args)
 	for i := 0; i < len(rest) && !c.quit; i++ {
