@@ -8,6 +8,7 @@ import (
 	"time"
 
 	gometrics "github.com/hashicorp/go-metrics/compat"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -163,4 +164,20 @@ func TestRaftSinkNames(t *testing.T) {
 			t.Errorf("a series named after a peer: %s", name)
 		}
 	}
+}
+
+func BenchmarkRaftSink(b *testing.B) {
+	m := New()
+	s := &RaftSink{reg: m.Registry, hists: map[string]*prometheus.HistogramVec{},
+		gauge: map[string]*prometheus.GaugeVec{}, count: map[string]*prometheus.CounterVec{}}
+	labels := []gometrics.Label{{Name: "peer_id", Value: "n2"}}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s.AddSample([]string{"raft", "commitTime"}, 1.5)
+			s.AddSampleWithLabels([]string{"raft", "replication", "appendEntries", "rpc"}, 1.5, labels)
+			s.IncrCounter([]string{"raft", "apply"}, 1)
+			s.SetGauge([]string{"raft", "commitNumLogs"}, 3)
+		}
+	})
 }

@@ -22,6 +22,57 @@ type RaftSink struct {
 	hists map[string]*prometheus.HistogramVec
 	gauge map[string]*prometheus.GaugeVec
 	count map[string]*prometheus.CounterVec
+
+	// children caches the series of each (kind, key, labels) seen, so
+	// that Raft's steady stream of samples (a score per log entry) costs a
+	// map lookup without allocation and an atomic add, not a name to build.
+	cmu      sync.RWMutex
+	children map[string]child
+}
+
+// child is one series: an observer (with the factor go-metrics' value is
+// multiplied by), a gauge or a counter.
+type child struct {
+	obs   prometheus.Observer
+	scale float64
+	g     prometheus.Gauge
+	c     prometheus.Counter
+}
+
+// cacheKey appends kind, the key's parts and the labels to buf.
+func cacheKey(buf []byte, kind byte, key []string, labels []gometrics.Label) []byte {
+	buf = append(buf, kind)
+	for _, k := range key {
+		buf = append(buf, k...)
+		buf = append(buf, 0)
+	}
+	for _, l := range labels {
+		buf = append(buf, 1)
+		buf = append(buf, l.Name...)
+		buf = append(buf, 0)
+		buf = append(buf, l.Value...)
+	}
+	return buf
+}
+
+// cached returns the series cached for (kind, key, labels).
+func (s *RaftSink) cached(kind byte, key []string, labels []gometrics.Label) (child, bool) {
+	var arr [256]byte
+	k := cacheKey(arr[:0], kind, key, labels)
+	s.cmu.RLock()
+	c, ok := s.children[string(k)]
+	s.cmu.RUnlock()
+	return c, ok
+}
+
+func (s *RaftSink) cache(kind byte, key []string, labels []gometrics.Label, c child) {
+	k := string(cacheKey(nil, kind, key, labels))
+	s.cmu.Lock()
+	if s.children == nil {
+		s.children = make(map[string]child)
+	}
+	s.children[k] = c
+	s.cmu.Unlock()
 }
 
 // notTimings are the samples that are not durations in milliseconds.
@@ -113,7 +164,14 @@ func (s *RaftSink) SetGauge(key []string, val float32) { s.SetGaugeWithLabels(ke
 
 // SetGaugeWithLabels implements go-metrics' MetricSink.
 func (s *RaftSink) SetGaugeWithLabels(key []string, val float32, labels []gometrics.Label) {
+	if c, ok := s.cached('g', key, labels); ok {
+		if c.g != nil {
+			c.g.Set(float64(val))
+		}
+		return
+	}
 	if skip(key, labels) {
+		s.cache('g', key, labels, child{})
 		return
 	}
 	name := promName(key)
@@ -127,9 +185,13 @@ func (s *RaftSink) SetGaugeWithLabels(key []string, val float32, labels []gometr
 		s.gauge[k] = g
 	}
 	s.mu.Unlock()
-	if g != nil {
-		g.WithLabelValues(lv...).Set(float64(val))
+	if g == nil {
+		s.cache('g', key, labels, child{})
+		return
 	}
+	gc := g.WithLabelValues(lv...)
+	s.cache('g', key, labels, child{g: gc})
+	gc.Set(float64(val))
 }
 
 // EmitKey implements go-metrics' MetricSink (Raft does not use it).
@@ -140,7 +202,17 @@ func (s *RaftSink) IncrCounter(key []string, val float32) { s.IncrCounterWithLab
 
 // IncrCounterWithLabels implements go-metrics' MetricSink.
 func (s *RaftSink) IncrCounterWithLabels(key []string, val float32, labels []gometrics.Label) {
-	if skip(key, labels) || val < 0 {
+	if val < 0 {
+		return
+	}
+	if c, ok := s.cached('c', key, labels); ok {
+		if c.c != nil {
+			c.c.Add(float64(val))
+		}
+		return
+	}
+	if skip(key, labels) {
+		s.cache('c', key, labels, child{})
 		return
 	}
 	name := promName(key) + "_total"
@@ -154,9 +226,13 @@ func (s *RaftSink) IncrCounterWithLabels(key []string, val float32, labels []gom
 		s.count[k] = c
 	}
 	s.mu.Unlock()
-	if c != nil {
-		c.WithLabelValues(lv...).Add(float64(val))
+	if c == nil {
+		s.cache('c', key, labels, child{})
+		return
 	}
+	cc := c.WithLabelValues(lv...)
+	s.cache('c', key, labels, child{c: cc})
+	cc.Add(float64(val))
 }
 
 // AddSample implements go-metrics' MetricSink.
@@ -165,17 +241,24 @@ func (s *RaftSink) AddSample(key []string, val float32) { s.AddSampleWithLabels(
 // AddSampleWithLabels implements go-metrics' MetricSink. go-metrics hands
 // timings over in milliseconds.
 func (s *RaftSink) AddSampleWithLabels(key []string, val float32, labels []gometrics.Label) {
+	if c, ok := s.cached('h', key, labels); ok {
+		if c.obs != nil {
+			c.obs.Observe(float64(val) * c.scale)
+		}
+		return
+	}
 	if skip(key, labels) {
+		s.cache('h', key, labels, child{})
 		return
 	}
 	dotted := strings.Join(key, ".")
 	timing := !notTimings[dotted]
 	name := promName(key)
-	v := float64(val)
+	scale := 1.0
 	buckets := valueBuckets
 	if timing {
 		name += "_seconds"
-		v /= 1000
+		scale = 1.0 / 1000
 		buckets = timeBuckets
 	}
 	ln, lv := labelNames(labels)
@@ -188,7 +271,11 @@ func (s *RaftSink) AddSampleWithLabels(key []string, val float32, labels []gomet
 		s.hists[k] = h
 	}
 	s.mu.Unlock()
-	if h != nil {
-		h.WithLabelValues(lv...).Observe(v)
+	if h == nil {
+		s.cache('h', key, labels, child{})
+		return
 	}
+	o := h.WithLabelValues(lv...)
+	s.cache('h', key, labels, child{obs: o, scale: scale})
+	o.Observe(float64(val) * scale)
 }
