@@ -274,6 +274,19 @@ func noSlowlog(spec *command.Spec) bool {
 	return false
 }
 
+// secretParams are the CONFIG SET parameters whose values the slow log
+// hides, as Redis redacts requirepass.
+var secretParams = []string{"requirepass", "masterauth", "cluster-secret", "metrics-auth", "tls-key-file-pass"}
+
+// redacted reports whether args[i] is a secret: the value of a secret
+// parameter in CONFIG SET.
+func redacted(spec *command.Spec, args [][]byte, i int) bool {
+	if spec.Name != "config|set" || i < 3 || i%2 == 0 {
+		return false
+	}
+	return slices.Contains(secretParams, strings.ToLower(string(args[i-1])))
+}
+
 // slowCheck logs a command that took d if it passes the thresholds.
 func (s *Server) slowCheck(c *client, spec *command.Spec, args [][]byte, d time.Duration) {
 	if s.latencyWanted(d) {
@@ -303,6 +316,9 @@ func (s *Server) slowCheck(c *client, spec *command.Spec, args [][]byte, d time.
 			break
 		}
 		a := args[i]
+		if redacted(spec, args, i) {
+			a = []byte("(redacted)")
+		}
 		if len(a) > slowMaxArgLen {
 			a = append(slices.Clip(a[:slowMaxArgLen]), "... ("+strconv.Itoa(len(a)-slowMaxArgLen)+" more bytes)"...)
 		} else {
