@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"raftset/internal/stats"
 )
 
 // InfoSection is one "# Name" block of INFO: ordered field/value pairs.
@@ -169,10 +171,26 @@ func (n *Node) infoReplication() InfoSection {
 	offset := itoa(n.fsm.AppliedIndex())
 	if n.raft.State() == raft.Leader {
 		others := n.otherServers()
+		lags := n.followers()
 		f := [][2]string{kv("role", "master"), kv("connected_slaves", itoa(len(others)))}
 		for i, s := range others {
 			host, port := n.clientHostPort(s)
-			f = append(f, kv("slave"+itoa(i), "ip="+host+",port="+port+",state=online,offset=0,lag=0"))
+			// Redis's offset and lag (seconds since the replica's last
+			// answer, -1 before any), then raftset's lag_entries and lag_ms:
+			// how far behind the leader's applied index it is, in entries
+			// and in time (obs.go).
+			var fl stats.Follower
+			for _, l := range lags {
+				if l.ID == string(s.ID) {
+					fl = l
+				}
+			}
+			lag := int64(-1)
+			if fl.SinceContact >= 0 && fl.ID != "" {
+				lag = int64(fl.SinceContact / time.Second)
+			}
+			f = append(f, kv("slave"+itoa(i), "ip="+host+",port="+port+",state=online,offset="+itoa(fl.Applied)+
+				",lag="+itoa(lag)+",lag_entries="+itoa(fl.LagEntries)+",lag_ms="+itoa(fl.Lag.Milliseconds())))
 		}
 		return InfoSection{Name: "Replication", Fields: append(f,
 			kv("master_failover_state", "no-failover"),

@@ -63,6 +63,8 @@ type Node struct {
 	sw switchNotices // +switch-master (switch.go)
 	st nodeStats
 
+	obs obsState // lag, readiness, metrics (obs.go)
+
 	activeExpire atomic.Bool
 	bgsave       atomic.Bool
 	saveMu       sync.Mutex // one snapshot request at a time
@@ -316,9 +318,10 @@ func (n *Node) bootstrapConfiguration(self raft.ServerAddress) raft.Configuratio
 func (n *Node) startLoops() {
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(10)
+	n.wg.Add(11)
 	go n.runClock()
 	go n.runFormats()
+	go n.runObs()
 	go n.runDefrag()
 	go n.runLogRetention()
 	go n.runProposer()

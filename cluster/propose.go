@@ -582,6 +582,7 @@ func (w *writer) flush() bool {
 	clear(e.held)
 	n.st.entries.Add(1)
 	n.st.ops.Add(uint64(nops))
+	n.obs.batchOps.Add(time.Duration(nops)) // a count, in the histogram's units
 	w.storesBefore = n.stores.count.Load()
 	var fut raft.ApplyFuture
 	if err := n.checkFormat(n.writeFormat()); err != nil {

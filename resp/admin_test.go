@@ -25,7 +25,7 @@ func TestInfo(t *testing.T) {
 			order = append(order, line[2:])
 		}
 	}
-	if got, want := strings.Join(order, ","), "Server,Clients,Memory,Stats,Replication,Raft,Keyspace"; got != want {
+	if got, want := strings.Join(order, ","), "Server,Clients,Memory,Stats,Replication,CPU,Errorstats,Raft,Keyspace"; got != want {
 		t.Errorf("INFO sections = %s, want %s", got, want)
 	}
 	for _, want := range []string{
@@ -82,7 +82,7 @@ func TestConfig(t *testing.T) {
 	runSteps(t, tc, []step{
 		{cmd("CONFIG", "GET", "port"), bulks("port", port)},
 		{cmd("CONFIG", "GET", "PORT", "bind"), bulks("bind", "127.0.0.1", "port", port)},
-		{cmd("CONFIG", "GET", "*max*"), bulks("maxclients", "10000", "proto-max-bulk-len", "536870912",
+		{cmd("CONFIG", "GET", "*max*"), bulks("maxclients", "10000", "proto-max-bulk-len", "536870912", "slowlog-max-len", "128",
 			"set-max-intset-entries", "512", "set-max-listpack-entries", "128")},
 		{cmd("CONFIG", "GET", "set-max-intset-entries"), bulks("set-max-intset-entries", "512")},
 		{cmd("CONFIG", "GET", "nosuch"), "*0\r\n"},
@@ -208,7 +208,7 @@ func TestClientList(t *testing.T) {
 	runSteps(t, b, []step{{cmd("CLIENT", "SETINFO", "lib-name", "redis-py"), ok}, {cmd("MULTI"), ok}, {cmd("PING"), queuedR}})
 	list := a.do("CLIENT", "LIST")
 	lines := strings.Split(strings.TrimSuffix(list[strings.Index(list, "\r\n")+2:len(list)-2], "\n"), "\n")
-	line := regexp.MustCompile(`^id=\d+ addr=127\.0\.0\.1:\d+ laddr=127\.0\.0\.1:\d+ fd=\d+ name=\S* age=\d+ idle=\d+ flags=[Nxr]+ db=0 sub=0 psub=0 ssub=0 multi=-?\d+ qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=\S+ user=default redir=-1 resp=2 lib-name=\S* lib-ver=\S*$`)
+	line := regexp.MustCompile(`^id=\d+ addr=127\.0\.0\.1:\d+ laddr=127\.0\.0\.1:\d+ fd=\d+ name=\S* age=\d+ idle=\d+ flags=[Nxr]+ db=0 sub=0 psub=0 ssub=0 multi=-?\d+ qbuf=\d+ qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=\S+ user=default redir=-1 resp=2 lib-name=\S* lib-ver=\S*$`)
 	if len(lines) != 2 {
 		t.Fatalf("CLIENT LIST = %q", list)
 	}

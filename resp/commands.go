@@ -48,7 +48,9 @@ func (c *client) local(spec *command.Spec, args [][]byte) {
 	default:
 		c.flush()
 	}
+	start := time.Now()
 	c.scratch = c.runLocal(c.scratch[:0], spec, args)
+	c.accountLocal(spec, args, time.Since(start), c.scratch)
 	c.reply(c.scratch)
 }
 
@@ -159,6 +161,10 @@ func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte 
 		return append(dst, command.OK...)
 	case "config|help":
 		return command.AppendHelp(dst, "CONFIG", configHelp)
+	case "slowlog|get", "slowlog|len", "slowlog|reset", "slowlog|help":
+		return c.cmdSlowlog(dst, spec, args)
+	case "latency|latest", "latency|history", "latency|reset", "latency|histogram", "latency|help":
+		return c.cmdLatency(dst, spec, args)
 	case "subscribe", "psubscribe":
 		return c.cmdSubscribe(dst, args, spec.Name == "psubscribe")
 	case "unsubscribe", "punsubscribe":
@@ -429,7 +435,9 @@ func (c *client) infoLine(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, int64(npsubs), 10)
 	dst = append(dst, " ssub=0 multi="...)
 	dst = strconv.AppendInt(dst, int64(multi), 10)
-	dst = append(dst, " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
+	dst = append(dst, " qbuf="...)
+	dst = strconv.AppendInt(dst, c.qbuf.Load(), 10)
+	dst = append(dst, " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
 	dst = append(dst, cmd...)
 	dst = append(dst, " user="...)
 	dst = append(dst, user...)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tidwall/redcon"
 
@@ -33,6 +34,7 @@ const (
 type pendItem struct {
 	idx      int // -1 for a reply decided here
 	off, end int
+	spec     *command.Spec // the command answered by the store (observe.go)
 }
 
 // queued is a command queued by MULTI.
@@ -82,6 +84,10 @@ type client struct {
 	scratch  []byte
 	ncmds    int64
 	nerrs    int64
+	// cur is the command being handled (nil while unknown), for accounting.
+	cur *command.Spec
+	// qbuf is the input bytes of the batch being handled (CLIENT LIST).
+	qbuf atomic.Int64
 	// lastWrite is the store's log index covering this connection's
 	// writes (Store.WriteIndexed), for WAIT.
 	lastWrite uint64
@@ -138,11 +144,21 @@ func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
 	}
 	rest := rc.ReadPipeline()
 	c.obuf = 0 // redcon wrote the last batch's replies before reading this one
+	in := batchBytes(cmd.Args)
+	for i := range rest {
+		in += batchBytes(rest[i].Args)
+	}
+	for _, b := range c.fc.bigs { // read apart from redcon's buffer (bigarg.go)
+		in += int64(len(b))
+	}
+	c.qbuf.Store(in)
 	c.handle(cmd.Args)
 	for i := 0; i < len(rest) && !c.quit; i++ {
 		c.handle(rest[i].Args)
 	}
 	c.flush()
+	c.qbuf.Store(0)
+	s.notePeaks(in, c.obuf)
 	s.stats.commands.Add(c.ncmds)
 	s.stats.reads.Add(1)
 	if c.nerrs > 0 {
@@ -171,6 +187,7 @@ func (c *client) handle(args [][]byte) {
 		return
 	}
 	c.ncmds++
+	c.cur = nil
 	if len(c.fc.bigs) > 0 {
 		c.fc.takeBigArgs(args)
 	}
@@ -194,6 +211,7 @@ func (c *client) handle(args [][]byte) {
 		spec = sub
 	}
 	c.lastCmd.Store(spec)
+	c.cur = spec
 	if !spec.CheckArity(len(args)) {
 		c.reject(command.ErrArity(spec.Name))
 		return
@@ -257,6 +275,7 @@ func (c *client) reject(msg string) {
 	if c.inMulti {
 		c.dirty = true
 	}
+	c.s.rejected(c.cur)
 	c.scratch = command.AppendError(c.scratch[:0], msg)
 	c.reply(c.scratch)
 }
@@ -279,6 +298,7 @@ func (c *client) write(b []byte) {
 	}
 	if len(b) > 0 && b[0] == '-' {
 		c.nerrs++
+		c.s.countError(b)
 	}
 	c.rc.WriteRaw(b)
 	if !c.fc.pushing.Load() {
@@ -293,7 +313,7 @@ func (c *client) pendWrite(op command.Op, args [][]byte) {
 		c.flush()
 	}
 	c.run = runWrite
-	c.pend = append(c.pend, pendItem{idx: len(c.ops)})
+	c.pend = append(c.pend, pendItem{idx: len(c.ops), spec: c.cur})
 	c.ops = append(c.ops, op)
 	c.addRunBytes(args)
 }
@@ -305,7 +325,7 @@ func (c *client) pendRead(args [][]byte) {
 		c.flush()
 	}
 	c.run = runRead
-	c.pend = append(c.pend, pendItem{idx: len(c.reads)})
+	c.pend = append(c.pend, pendItem{idx: len(c.reads), spec: c.cur})
 	c.reads = append(c.reads, args)
 	c.addRunBytes(args)
 }
@@ -323,6 +343,7 @@ func (c *client) addRunBytes(args [][]byte) {
 // order.
 func (c *client) flush() {
 	var replies [][]byte
+	start := time.Now()
 	switch c.run {
 	case runNone:
 		return
@@ -333,6 +354,7 @@ func (c *client) flush() {
 	case runRead:
 		replies = c.s.store.ReadBatch(c.s.ctx, c.reads, c.stale)
 	}
+	c.accountRun(time.Since(start), replies)
 	for _, p := range c.pend {
 		switch {
 		case p.idx < 0:
@@ -396,3 +418,13 @@ func upper(b []byte) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// batchBytes is the input a command held in the query buffer: its
+// arguments and their RESP framing, about 16 bytes each.
+func batchBytes(args [][]byte) int64 {
+	n := int64(16)
+	for _, a := range args {
+		n += int64(len(a)) + 16
+	}
+	return n
+}

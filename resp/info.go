@@ -14,7 +14,14 @@ import (
 // sectionOrder is Redis's order of INFO sections; sections the store adds
 // that Redis does not know (raft) come before keyspace.
 var sectionOrder = []string{"server", "clients", "memory", "persistence", "stats",
-	"replication", "cpu", "modules", "errorstats", "cluster", "", "keyspace"}
+	"replication", "cpu", "modules", "commandstats", "errorstats", "latencystats", "cluster", "", "keyspace"}
+
+// notDefault are the sections INFO without arguments (or "default") leaves
+// out, as Redis does: they are long.
+func notDefault(name string) bool { return name == "commandstats" || name == "latencystats" }
+
+// ownSections are the sections the front end answers without the store.
+var ownSections = []string{"server", "clients", "stats", "cpu", "commandstats", "errorstats", "latencystats"}
 
 func sectionRank(name string) int {
 	if i := slices.Index(sectionOrder, name); i >= 0 {
@@ -26,23 +33,25 @@ func sectionRank(name string) int {
 // cmdInfo answers INFO [section ...]: the front end's own sections (server,
 // clients, stats) merged with the store's, in Redis's format.
 func (c *client) cmdInfo(dst []byte, args [][]byte) []byte {
-	all := len(args) == 1
+	all, def := false, len(args) == 1
 	want := make(map[string]bool)
 	for _, a := range args[1:] {
 		switch name := strings.ToLower(string(a)); name {
-		case "all", "everything", "default":
+		case "all", "everything":
 			all = true
+		case "default":
+			def = true
 		default:
 			want[name] = true
 		}
 	}
-	needStore := all
+	needStore := all || def
 	for name := range want {
-		if name != "server" && name != "clients" && name != "stats" {
+		if !slices.Contains(ownSections, name) {
 			needStore = true
 		}
 	}
-	secs := c.s.infoSections()
+	secs := append(c.s.infoSections(), c.s.observeSections()...)
 	if needStore {
 		for _, st := range c.s.store.Info() {
 			merged := false
@@ -62,7 +71,8 @@ func (c *client) cmdInfo(dst []byte, args [][]byte) []byte {
 	})
 	var out []byte
 	for _, sec := range secs {
-		if !all && !want[strings.ToLower(sec.Name)] {
+		name := strings.ToLower(sec.Name)
+		if !all && !want[name] && (!def || notDefault(name)) {
 			continue
 		}
 		if len(out) > 0 {
@@ -96,6 +106,7 @@ func (s *Server) infoSections() []InfoSection {
 	s.mu.Unlock()
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	st := &s.stats
+	peakIn, peakOut := s.recentPeaks()
 	return []InfoSection{
 		{Name: "Server", Fields: [][2]string{
 			{"redis_version", s.cfg.RedisVersion},
@@ -126,8 +137,8 @@ func (s *Server) infoSections() []InfoSection {
 			{"connected_clients", strconv.Itoa(nclients)},
 			{"cluster_connections", "0"},
 			{"maxclients", i64(s.maxClients.Load())},
-			{"client_recent_max_input_buffer", "0"},
-			{"client_recent_max_output_buffer", "0"},
+			{"client_recent_max_input_buffer", i64(peakIn)},
+			{"client_recent_max_output_buffer", i64(peakOut)},
 			{"blocked_clients", "0"},
 			{"tracking_clients", "0"},
 			{"clients_in_timeout_table", "0"},
@@ -147,5 +158,6 @@ func (s *Server) infoSections() []InfoSection {
 			{"client_output_buffer_limit_disconnections", i64(s.lim.obufDrops.Load())},
 			{"acl_access_denied_auth", i64(s.lim.authDenied.Load())},
 		}},
+		cpuSection(),
 	}
 }

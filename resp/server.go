@@ -123,6 +123,7 @@ type Server struct {
 	started time.Time
 	runID   string
 	stats   stats
+	obs     observe // observe.go: commandstats, SLOWLOG, LATENCY
 }
 
 // authConfig is the requirepass directive as set, for CONFIG GET; the
@@ -200,6 +201,7 @@ func NewServer(cfg Config, store Store) *Server {
 	s.docs = newCommandDocs(s.table)
 	s.registerBuiltinConfig()
 	s.registerLimitConfig()
+	s.initObserve()
 	return s
 }
 
@@ -412,6 +414,7 @@ func (s *Server) resetStats() {
 	s.lim.authDenied.Store(0)
 	s.lim.qbufDrops.Store(0)
 	s.lim.obufDrops.Store(0)
+	s.resetObserve()
 	s.mu.Lock()
 	for _, c := range s.clients {
 		c.fc.in.Store(0)

@@ -24,26 +24,32 @@ type Config struct {
 	// with (CONFIG REWRITE writes it); empty without one. Not a directive.
 	File string
 
-	Bind               string
-	Port               int
-	NodeID             string
-	RaftAddr           string
-	Dir                string
-	Save, AppendOnly   string // accepted for redis.conf compatibility, no effect
-	SnapshotThreshold  uint64
-	SnapshotInterval   time.Duration
-	TrailingLogs       uint64
-	SnapshotLogBytes   int64 // 0: off
-	TrailingLogBytes   int64 // 0: off
-	RequirePass        string
-	ACLFile            string // ACL LOAD / ACL SAVE; not read at start: users are replicated
-	MaxIntsetEntries   int
-	MaxListpackEntries int
-	MaxListpackValue   int
-	LogLevel           string
-	LogFormat          string
-	Import             string // --import FILE: start a new node from a Redis dump.rdb
-	PprofAddr          string // serve net/http/pprof here; empty: off
+	Bind             string
+	Port             int
+	NodeID           string
+	RaftAddr         string
+	Dir              string
+	Save, AppendOnly string // accepted for redis.conf compatibility, no effect
+	// Observability (metrics.go).
+	MetricsAddr             string // Prometheus metrics, /livez, /readyz; empty: off
+	MetricsAuth             string // "user:password" (basic) or a bearer token
+	SlowlogLogSlowerThan    int    // µs; -1: off
+	SlowlogMaxLen           int
+	LatencyMonitorThreshold int // ms; 0: off
+	SnapshotThreshold       uint64
+	SnapshotInterval        time.Duration
+	TrailingLogs            uint64
+	SnapshotLogBytes        int64 // 0: off
+	TrailingLogBytes        int64 // 0: off
+	RequirePass             string
+	ACLFile                 string // ACL LOAD / ACL SAVE; not read at start: users are replicated
+	MaxIntsetEntries        int
+	MaxListpackEntries      int
+	MaxListpackValue        int
+	LogLevel                string
+	LogFormat               string
+	Import                  string // --import FILE: start a new node from a Redis dump.rdb
+	PprofAddr               string // serve net/http/pprof here; empty: off
 	// Client TLS (Redis's tls-* directives).
 	TLSPort         int
 	TLSCertFile     string
@@ -278,6 +284,19 @@ func sections() []section {
 				"What nodes present to each other (`RAFTSET.AUTH`, and the Raft port's handshake) before they may send "+
 					"internal commands; the same on every node. Empty: derived from `requirepass`; with neither set, internal "+
 					"commands are only hidden from ordinary clients."),
+		}},
+		{"Observability", "Metrics and the slow log; see docs/metrics.md.", []directive{
+			addrDirective("metrics-addr", func(c *Config) *string { return &c.MetricsAddr }).is("",
+				"Serve Prometheus metrics (`/metrics`), `/livez` and `/readyz` on this HTTP address, e.g. `127.0.0.1:9121`. Empty: off."),
+			stringDirective("metrics-auth", func(c *Config) *string { return &c.MetricsAuth }).is("",
+				"Protects `/metrics` (not the probes): `user:password` for basic authentication, anything else a bearer token. Empty: none."),
+			intDirective("slowlog-log-slower-than", func(c *Config) *int { return &c.SlowlogLogSlowerThan }, -1).is("10000",
+				"Commands taking at least this many microseconds go to the slow log; `-1`: off, `0`: every command. "+
+					"A write's time is until its entry was committed and applied."),
+			intDirective("slowlog-max-len", func(c *Config) *int { return &c.SlowlogMaxLen }, 0).is("128",
+				"The most slow-log entries kept."),
+			intDirective("latency-monitor-threshold", func(c *Config) *int { return &c.LatencyMonitorThreshold }, 0).is("0",
+				"LATENCY LATEST/HISTORY record commands taking at least this many milliseconds; `0`: off."),
 		}},
 		{"Cluster", "How this node finds and joins the others.", []directive{
 			stringDirective("node-id", func(c *Config) *string { return &c.NodeID }).is("",

@@ -38,6 +38,7 @@ type node struct {
 	// shutdown receives the SHUTDOWN command's request to stop, which takes
 	// the same path as SIGTERM.
 	shutdown chan struct{}
+	metrics  *metricsServer // nil unless metrics-addr is set
 }
 
 // serve runs a node until SIGINT, SIGTERM or the SHUTDOWN command, or until
@@ -112,6 +113,16 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	defer func() {
 		if err != nil {
 			_ = ln.Close()
+		}
+	}()
+
+	ms, err := startMetrics(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			ms.close()
 		}
 	}()
 
@@ -197,7 +208,12 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 			logger.Warn("pprof server stopped", "error", http.ListenAndServe(cfg.PprofAddr, nil))
 		}()
 	}
-	n = &node{cfg: cfg, log: logger, fsm: f, raft: rn, server: srv, ln: ln, shutdown: shutdown}
+	srv.SetSlowlog(int64(cfg.SlowlogLogSlowerThan), int64(cfg.SlowlogMaxLen))
+	srv.SetLatencyMonitorThreshold(int64(cfg.LatencyMonitorThreshold))
+	if err := ms.register(srv, rn); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	n = &node{cfg: cfg, log: logger, fsm: f, raft: rn, server: srv, ln: ln, shutdown: shutdown, metrics: ms}
 	n.registerConfig()
 	ctls.register(srv)
 	logger.Info("raftset ready", "version", version, "commit", buildCommit(), "node-id", id, "addr", ln.Addr().String(),
@@ -232,10 +248,12 @@ func clientAddr(cfg *Config, ln net.Addr) string {
 }
 
 func (n *node) close() error {
+	n.metrics.shuttingDown()
 	err := n.server.Close()
 	if cerr := n.raft.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
+	n.metrics.close()
 	n.log.Info("stopped")
 	return err
 }

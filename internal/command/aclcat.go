@@ -5,7 +5,7 @@ package command
 // them.
 func ACLCategories(spec *Spec) []string {
 	switch spec.Name {
-	case "client", "config", "config|help", "object":
+	case "client", "config", "config|help", "object", "slowlog", "slowlog|help", "latency", "latency|help":
 		return []string{"@slow"}
 	case "client|setname", "client|getname", "client|id", "wait":
 		return []string{"@slow", "@connection"}

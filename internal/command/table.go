@@ -49,6 +49,9 @@ type Spec struct {
 	// COMMAND INFO, set by the table entry's syntax line.
 	Args     []*Arg
 	KeySpecs []KeySpec
+	// ID is the spec's dense index in its table (subcommands included), set
+	// by Commands, so per-command statistics are a slice, not a map.
+	ID int
 	// DeprecatedSince and ReplacedBy are COMMAND DOCS's fields of a
 	// deprecated command (GETSET, SUBSTR).
 	DeprecatedSince, ReplacedBy string
@@ -377,6 +380,21 @@ func Commands() Table {
 			spec("command|getkeysandflags", -4, Conn, 0, 0, 0, "server", "7.0.0", "Extracts the key names and access flags for an arbitrary command."),
 			spec("command|help", 2, Conn, 0, 0, 0, "server", "5.0.0", "Returns helpful text about the different subcommands.")),
 		spec("debug", -2, Admin, 0, 0, 0, "server", "1.0.0", "A container for debugging commands."),
+		spec("slowlog", -2, Admin, 0, 0, 0, "server", "2.2.12", "A container for slow log commands.",
+			spec("slowlog|get", -2, Admin, 0, 0, 0, "server", "2.2.12", "Returns the slow log's entries.").
+				syntax("[count:integer]"),
+			spec("slowlog|len", 2, Admin, 0, 0, 0, "server", "2.2.12", "Returns the number of entries in the slow log."),
+			spec("slowlog|reset", 2, Admin, 0, 0, 0, "server", "2.2.12", "Clears all entries from the slow log."),
+			spec("slowlog|help", 2, Admin, 0, 0, 0, "server", "6.2.0", "Show helpful text about the different subcommands")),
+		spec("latency", -2, Admin, 0, 0, 0, "server", "2.8.13", "A container for latency diagnostics commands.",
+			spec("latency|latest", 2, Admin, 0, 0, 0, "server", "2.8.13", "Returns the latest latency samples for all events."),
+			spec("latency|history", 3, Admin, 0, 0, 0, "server", "2.8.13", "Returns timestamp-latency samples for an event.").
+				syntax("event:string"),
+			spec("latency|reset", -2, Admin, 0, 0, 0, "server", "2.8.13", "Resets the latency data for one or more events.").
+				syntax("[event:string...]"),
+			spec("latency|histogram", -2, Admin, 0, 0, 0, "server", "7.0.0", "Returns the cumulative distribution of latencies of a subset or all commands.").
+				syntax("[command:string...]"),
+			spec("latency|help", 2, Admin, 0, 0, 0, "server", "2.8.13", "Returns helpful text about the different subcommands.")),
 		spec("save", 1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Synchronously saves the database(s) to disk."),
 		spec("bgsave", -1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Asynchronously saves the database(s) to disk.").
 			syntax("[SCHEDULE]@3.2.2"),
@@ -437,8 +455,27 @@ func Commands() Table {
 		spec("raftset.formats", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: the highest log-entry format this node reads (rolling upgrades)."),
 	}
 	t := make(Table, len(list))
+	id := 0
 	for _, s := range list {
 		t[s.Name] = s
+		s.ID = id
+		id++
+		for _, sub := range s.Subs {
+			sub.ID = id
+			id++
+		}
 	}
 	return t
+}
+
+// MaxID returns one more than the largest spec ID in t.
+func (t Table) MaxID() int {
+	n := 0
+	for _, s := range t {
+		n = max(n, s.ID+1)
+		for _, sub := range s.Subs {
+			n = max(n, sub.ID+1)
+		}
+	}
+	return n
 }

@@ -1,0 +1,180 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"raftset/internal/stats"
+)
+
+// Latency buckets: powers of two of nanoseconds from 8 µs to 17 s, which
+// are exact edges of stats.Hist, so the exported counts are exact.
+const (
+	firstLatencyExp = 13
+	lastLatencyExp  = 34
+)
+
+// Batch-size buckets: 1, 3, 7 ... 4095 ops per entry.
+const lastBatchExp = 12
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+var (
+	dCommands   = desc("raftset_commands_total", "Commands run, by command (INFO commandstats calls).", "cmd")
+	dFailed     = desc("raftset_command_failed_total", "Commands that ran and answered an error, by command.", "cmd")
+	dRejected   = desc("raftset_command_rejected_total", "Commands refused before they ran (arity, NOAUTH...), by command.", "cmd")
+	dDuration   = desc("raftset_command_duration_seconds", "How long clients waited for replies, by command family (for writes: until committed and applied).", "family")
+	dErrors     = desc("raftset_errors_total", "Error replies by error code (INFO errorstats).", "error")
+	dConnected  = desc("raftset_connected_clients", "Client connections open.")
+	dReceived   = desc("raftset_connections_received_total", "Client connections accepted.")
+	dRejConn    = desc("raftset_connections_rejected_total", "Client connections refused (maxclients, protected mode).")
+	dProcessed  = desc("raftset_commands_processed_total", "Commands received, known or not (INFO total_commands_processed).")
+	dMaxInput   = desc("raftset_client_recent_max_input_buffer_bytes", "Largest input batch of one connection in the last 8 seconds.")
+	dMaxOutput  = desc("raftset_client_recent_max_output_buffer_bytes", "Largest reply batch of one connection in the last 8 seconds.")
+	dTerm       = desc("raftset_raft_term", "Current Raft term.")
+	dCommit     = desc("raftset_raft_commit_index", "Raft commit index known to this node.")
+	dApplied    = desc("raftset_raft_applied_index", "Last log index the state machine applied.")
+	dLastLog    = desc("raftset_raft_last_log_index", "Last index in this node's log.")
+	dSnapIdx    = desc("raftset_raft_last_snapshot_index", "Index of the newest snapshot.")
+	dSnapSize   = desc("raftset_snapshot_size_bytes", "Size of the newest snapshot file.")
+	dState      = desc("raftset_raft_state", "1 for this node's Raft state.", "state")
+	dLeader     = desc("raftset_raft_is_leader", "1 if this node is the leader.")
+	dHasLeader  = desc("raftset_raft_has_leader", "1 if this node knows a leader.")
+	dReady      = desc("raftset_ready", "1 if /readyz answers ready.")
+	dLeaderChg  = desc("raftset_raft_leader_changes_total", "Leader changes this node observed.")
+	dLagEntries = desc("raftset_raft_follower_lag_entries", "Entries the leader applied that a follower had not at its last answer (on the leader).", "peer")
+	dLagSeconds = desc("raftset_raft_follower_lag_seconds", "How long ago the leader had applied what a follower still lacks (on the leader).", "peer")
+	dContact    = desc("raftset_raft_follower_last_contact_seconds", "Time since a follower last answered the leader (on the leader).", "peer")
+	dEntries    = desc("raftset_raft_entries_proposed_total", "Log entries this node proposed.")
+	dOps        = desc("raftset_raft_ops_proposed_total", "Write ops in the entries this node proposed.")
+	dBatch      = desc("raftset_group_commit_ops", "Write ops per proposed log entry (group commit).")
+	dForwarded  = desc("raftset_forwarded_write_ops_total", "Write ops this follower forwarded to the leader.")
+	dReadIndex  = desc("raftset_read_index_rounds_total", "Leadership confirmation rounds for linearizable reads (on the leader).")
+	dLinReads   = desc("raftset_linearizable_reads_total", "Reads served after a read barrier.")
+	dExpired    = desc("raftset_expired_keys_total", "Keys the leader proposed to delete because they expired.")
+	dEvicted    = desc("raftset_evicted_keys_total", "Keys evicted for maxmemory (raftset does not evict: always 0).")
+	dKeys       = desc("raftset_keys", "Keys in the keyspace.")
+	dKeysExp    = desc("raftset_keys_with_expiry", "Keys with a deadline.")
+	dHeap       = desc("raftset_memory_heap_bytes", "Go heap in use.")
+	dRSS        = desc("raftset_memory_rss_bytes", "Resident set size.")
+	dDataset    = desc("raftset_memory_dataset_bytes", "Memory used by the dataset (INFO used_memory_dataset).")
+)
+
+type frontendCollector struct{ fe Frontend }
+
+func (c *frontendCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{dCommands, dFailed, dRejected, dDuration, dErrors, dConnected,
+		dReceived, dRejConn, dProcessed, dMaxInput, dMaxOutput} {
+		ch <- d
+	}
+}
+
+func (c *frontendCollector) Collect(ch chan<- prometheus.Metric) {
+	families := map[string]*stats.Snapshot{}
+	var order []string
+	c.fe.CommandStats(func(cs stats.Command) {
+		ch <- prometheus.MustNewConstMetric(dCommands, prometheus.CounterValue, float64(cs.Calls), cs.Name)
+		ch <- prometheus.MustNewConstMetric(dFailed, prometheus.CounterValue, float64(cs.Failed), cs.Name)
+		ch <- prometheus.MustNewConstMetric(dRejected, prometheus.CounterValue, float64(cs.Rejected), cs.Name)
+		f := families[cs.Group]
+		if f == nil {
+			f = &stats.Snapshot{}
+			families[cs.Group] = f
+			order = append(order, cs.Group)
+		}
+		f.Merge(cs.Hist)
+	})
+	for _, fam := range order {
+		s := families[fam]
+		ch <- prometheus.MustNewConstHistogram(dDuration, s.Count, s.Sum.Seconds(), latencyBuckets(s), fam)
+	}
+	c.fe.ErrorStats(func(code string, n uint64) {
+		ch <- prometheus.MustNewConstMetric(dErrors, prometheus.CounterValue, float64(n), code)
+	})
+	cl := c.fe.ClientStats()
+	gauge(ch, dConnected, float64(cl.Connected))
+	counter(ch, dReceived, float64(cl.Received))
+	counter(ch, dRejConn, float64(cl.Rejected))
+	counter(ch, dProcessed, float64(cl.Commands))
+	gauge(ch, dMaxInput, float64(cl.RecentMaxInput))
+	gauge(ch, dMaxOutput, float64(cl.RecentMaxOutput))
+}
+
+func latencyBuckets(s *stats.Snapshot) map[float64]uint64 {
+	b := make(map[float64]uint64, lastLatencyExp-firstLatencyExp+1)
+	for e := firstLatencyExp; e <= lastLatencyExp; e++ {
+		b[float64(uint64(1)<<e)/1e9] = s.CountBelow(e)
+	}
+	return b
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+}
+
+type nodeCollector struct{ node Node }
+
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{dTerm, dCommit, dApplied, dLastLog, dSnapIdx, dSnapSize, dState,
+		dLeader, dHasLeader, dReady, dLeaderChg, dLagEntries, dLagSeconds, dContact, dEntries, dOps, dBatch,
+		dForwarded, dReadIndex, dLinReads, dExpired, dEvicted, dKeys, dKeysExp, dHeap, dRSS, dDataset} {
+		ch <- d
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.node.NodeStats()
+	gauge(ch, dTerm, float64(st.Term))
+	gauge(ch, dCommit, float64(st.CommitIndex))
+	gauge(ch, dApplied, float64(st.AppliedIndex))
+	gauge(ch, dLastLog, float64(st.LastLogIndex))
+	gauge(ch, dSnapIdx, float64(st.LastSnapshotIndex))
+	gauge(ch, dSnapSize, float64(st.LastSnapshotSize))
+	for _, s := range []string{"leader", "follower", "candidate", "shutdown"} {
+		gauge(ch, dState, b2f(st.State == s), s)
+	}
+	gauge(ch, dLeader, b2f(st.State == "leader"))
+	gauge(ch, dHasLeader, b2f(st.HasLeader))
+	gauge(ch, dReady, b2f(st.Ready))
+	counter(ch, dLeaderChg, float64(st.LeaderChanges))
+	for _, f := range st.Followers {
+		if f.SinceContact < 0 {
+			continue // not heard from yet: no lag to report
+		}
+		gauge(ch, dLagEntries, float64(f.LagEntries), f.ID)
+		gauge(ch, dLagSeconds, f.Lag.Seconds(), f.ID)
+		gauge(ch, dContact, f.SinceContact.Seconds(), f.ID)
+	}
+	counter(ch, dEntries, float64(st.EntriesProposed))
+	counter(ch, dOps, float64(st.OpsProposed))
+	if b := st.BatchOps; b != nil {
+		// Counts below 2^e are exact: as ops are whole, that is le 2^e-1.
+		buckets := make(map[float64]uint64, lastBatchExp)
+		for e := 1; e <= lastBatchExp; e++ {
+			buckets[float64(uint64(1)<<e-1)] = b.CountBelow(e)
+		}
+		ch <- prometheus.MustNewConstHistogram(dBatch, b.Count, float64(b.Sum), buckets)
+	}
+	counter(ch, dForwarded, float64(st.ForwardedOps))
+	counter(ch, dReadIndex, float64(st.ReadIndexRounds))
+	counter(ch, dLinReads, float64(st.LinearizableReads))
+	counter(ch, dExpired, float64(st.ExpiredProposed))
+	counter(ch, dEvicted, 0)
+	gauge(ch, dKeys, float64(st.Keys))
+	gauge(ch, dKeysExp, float64(st.KeysWithExpiry))
+	gauge(ch, dHeap, float64(st.HeapBytes))
+	gauge(ch, dRSS, float64(st.RSSBytes))
+	gauge(ch, dDataset, float64(st.DatasetBytes))
+}

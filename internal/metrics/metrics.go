@@ -1,0 +1,123 @@
+// Package metrics owns raftset's Prometheus registry and its HTTP endpoint
+// (/metrics, /livez, /readyz). It reads the front end and the node through
+// the interfaces below at scrape time, so counting costs them nothing more
+// than what INFO already needs; hashicorp/raft's own go-metrics are routed
+// into the same registry by RaftSink.
+package metrics
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"raftset/internal/stats"
+)
+
+// Frontend is what the metrics read of the RESP front end (resp.Server).
+type Frontend interface {
+	CommandStats(fn func(stats.Command))
+	ErrorStats(fn func(code string, count uint64))
+	ClientStats() stats.Clients
+}
+
+// Node is what the metrics read of the replicated node (cluster.Node).
+type Node interface {
+	NodeStats() stats.Node
+	Ready() (bool, string)
+}
+
+// Metrics is a registry with raftset's collectors.
+type Metrics struct {
+	Registry *prometheus.Registry
+	shutting atomic.Bool
+	node     atomic.Pointer[Node]
+}
+
+// New returns a registry with the Go runtime and process collectors; Register
+// adds raftset's own once the node is built, so the endpoint (and Raft's
+// metrics, InstallRaftSink) can start before it.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &Metrics{Registry: reg}
+}
+
+// Register adds the front end's and the node's series; /readyz asks node
+// from then on (before, it answers "starting").
+func (m *Metrics) Register(fe Frontend, node Node) error {
+	if err := m.Registry.Register(&frontendCollector{fe: fe}); err != nil {
+		return err
+	}
+	if err := m.Registry.Register(&nodeCollector{node: node}); err != nil {
+		return err
+	}
+	m.node.Store(&node)
+	return nil
+}
+
+// ShuttingDown makes /readyz fail from now on (the process got SIGTERM).
+func (m *Metrics) ShuttingDown() { m.shutting.Store(true) }
+
+// Handler serves /metrics (behind auth when set), /livez and /readyz.
+// auth is "user:password" for basic authentication or a bearer token; the
+// probes need none, as they reveal nothing but up and ready.
+func (m *Metrics) Handler(auth string) http.Handler {
+	mux := http.NewServeMux()
+	metrics := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+	mux.Handle("/metrics", authorize(auth, metrics))
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, why := false, "starting"
+		switch node := m.node.Load(); {
+		case m.shutting.Load():
+			ok, why = false, "shutting down"
+		case node != nil:
+			ok, why = (*node).Ready()
+		}
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = w.Write([]byte(why + "\n"))
+	})
+	return mux
+}
+
+// authorize checks basic authentication ("user:password") or a bearer
+// token, comparing in constant time.
+func authorize(auth string, next http.Handler) http.Handler {
+	if auth == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte(auth))
+	basic := strings.Contains(auth, ":")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var got string
+		if basic {
+			u, p, ok := r.BasicAuth()
+			if ok {
+				got = u + ":" + p
+			}
+		} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			got = tok
+		}
+		sum := sha256.Sum256([]byte(got))
+		if got == "" || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			if basic {
+				w.Header().Set("WWW-Authenticate", `Basic realm="raftset metrics"`)
+			} else {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="raftset metrics"`)
+			}
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

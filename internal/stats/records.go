@@ -1,0 +1,52 @@
+package stats
+
+import "time"
+
+// Command is one command's counters (INFO commandstats); Hist is its
+// latency histogram, valid only during the callback that receives it.
+type Command struct {
+	Name, Group             string
+	Calls, Failed, Rejected uint64
+	Hist                    *Snapshot
+}
+
+// Clients are the front end's connection counters.
+type Clients struct {
+	Connected, Received, Rejected, Commands int64
+	// RecentMaxInput and RecentMaxOutput are the largest batch of input
+	// and of replies of one connection in the last seconds.
+	RecentMaxInput, RecentMaxOutput int64
+}
+
+// Follower is the leader's view of one other member.
+type Follower struct {
+	ID string
+	// Applied is the member's applied index at its last answer.
+	Applied uint64
+	// LagEntries is how many entries the leader has applied that the
+	// member had not at its last answer.
+	LagEntries uint64
+	// Lag is how long ago the leader had applied what the member has not:
+	// 0 when it is caught up.
+	Lag time.Duration
+	// SinceContact is the time since its last answer (-1: never).
+	SinceContact time.Duration
+}
+
+// Node is the replicated node's state for the metrics endpoint.
+type Node struct {
+	State                              string // leader, follower, candidate, shutdown
+	Term, CommitIndex, AppliedIndex    uint64
+	LastLogIndex, LastSnapshotIndex    uint64
+	LastSnapshotSize                   int64
+	HasLeader, Ready                   bool
+	LeaderChanges                      uint64
+	Followers                          []Follower // on the leader
+	EntriesProposed, OpsProposed       uint64
+	ForwardedOps, ReadIndexRounds      uint64
+	LinearizableReads, ExpiredProposed uint64
+	Keys, KeysWithExpiry               uint64
+	HeapBytes, RSSBytes, DatasetBytes  uint64
+	// BatchOps is the histogram of ops per proposed entry (group commit).
+	BatchOps *Snapshot
+}
