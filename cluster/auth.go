@@ -2,18 +2,21 @@ package cluster
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 )
 
 // Internal commands (raftset.forward, raftset.readindex, raftset.node,
 // raftset.promote, raftset.onleader, raftset.applied) are for nodes only.
 // The front end answers them as unknown commands on a connection that has
-// not sent "RAFTSET.AUTH <secret>" with the cluster's node secret; every
-// pooled connection a node opens sends it (after AUTH when requirepass is
-// set). The node secret is the cluster-secret directive, else derived from
-// requirepass, else empty; an empty secret accepts any RAFTSET.AUTH, which
-// keeps internal commands away from ordinary clients (and tools that try
-// every command) but is no protection against someone who reads this.
+// not proven the cluster's node secret with RAFTSET.AUTH, a challenge-
+// response (internal/peerauth/challenge) in which the secret never crosses
+// the wire; every pooled connection a node opens runs it (after AUTH when
+// requirepass is set). The node secret is the cluster-secret directive, else
+// derived from requirepass, else empty; an empty secret is a key anyone can
+// use, which keeps internal commands away from ordinary clients (and tools
+// that try every command) but is no protection against someone who reads
+// this.
 
 // CmdAuth is the command a node's connections authenticate with.
 const CmdAuth = "raftset.auth"
@@ -33,13 +36,17 @@ func NodeSecret(clusterSecret, requirePass string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// peerAuth is what a node sends on each new connection to another node:
-// AUTH when requirepass is set, then RAFTSET.AUTH.
-func (n *Node) peerAuth() [][][]byte {
-	var out [][][]byte
-	if n.cfg.Password != "" {
-		out = append(out, [][]byte{[]byte("auth"), []byte(n.cfg.Password)})
-	}
-	secret := NodeSecret(n.cfg.ClusterSecret, n.cfg.Password)
-	return append(out, [][]byte{[]byte(CmdAuth), []byte(secret)})
+// peerCreds is how a node connects to another's client address: over TLS
+// (presenting its node certificate) when tls is set, then proving the
+// password (AUTH) when requirepass is set, and the node secret
+// (RAFTSET.AUTH's handshake).
+type peerCreds struct {
+	tls      *tls.Config
+	password string
+	secret   []byte
+}
+
+func (n *Node) peerAuth() peerCreds {
+	return peerCreds{tls: n.cfg.ClientTLS, password: n.cfg.Password,
+		secret: []byte(NodeSecret(n.cfg.ClusterSecret, n.cfg.Password))}
 }

@@ -212,15 +212,6 @@ func (s *Server) checkPass(p []byte) bool {
 	return subtle.ConstantTimeCompare(sum[:], a.sum[:]) == 1
 }
 
-// checkNodeSecret compares a RAFTSET.AUTH secret in constant time.
-func (s *Server) checkNodeSecret(p []byte) bool {
-	if s.cfg.NodeSecret == "" {
-		return true
-	}
-	got, want := sha256.Sum256(p), sha256.Sum256([]byte(s.cfg.NodeSecret))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
-}
-
 // ListenAndServe listens on cfg.Addr and serves until Close.
 func (s *Server) ListenAndServe() error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
