@@ -244,6 +244,7 @@ func (n *Node) infoRaft(stats map[string]string) InfoSection {
 		kv("raft_forwarded_write_ops", itoa(n.st.forwarded.Load())),
 		kv("raft_expired_keys_proposed", itoa(n.st.expired.Load())),
 		kv("raft_active_expire", boolDigit(n.activeExpire.Load())),
+		kv("raft_refused_connections", itoa(n.RaftRefused())),
 	}}
 }
 

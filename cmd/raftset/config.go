@@ -49,6 +49,10 @@ type Config struct {
 	TLSProtocols    string
 	TLSCiphers      string // TLS 1.2 suites
 	TLSCipherSuites string // TLS 1.3 suites: checked only, Go offers all three
+	// TLSCluster is tls-cluster: mutual TLS between nodes, on the Raft port
+	// and for their calls to each other's client (TLS) port.
+	TLSCluster          string // yes, no
+	TLSClusterPeerNames string // comma-separated names a peer's certificate must carry; empty: any the CA signed
 	// Cluster.
 	Peers             string     // "id1=host1:raftport,id2=...": static bootstrap, the same on every node
 	AdvertiseAddr     string     // client address other nodes and clients use; default bind:port
@@ -214,6 +218,8 @@ func directives() []directive {
 		checkedDirective("tls-ciphers", func(c *Config) *string { return &c.TLSCiphers },
 			func(v string) error { _, err := tlsconf.ParseCipherSuites(v); return err }),
 		checkedDirective("tls-ciphersuites", func(c *Config) *string { return &c.TLSCipherSuites }, tlsconf.ParseTLS13Suites),
+		oneOf("tls-cluster", func(c *Config) *string { return &c.TLSCluster }, "yes", "no"),
+		stringDirective("tls-cluster-peer-names", func(c *Config) *string { return &c.TLSClusterPeerNames }),
 		{"peers",
 			func(c *Config, v string) error {
 				if _, err := ParsePeers(v); err != nil {
