@@ -21,7 +21,7 @@ import (
 // CmdAuth is the command a node's connections authenticate with.
 const CmdAuth = "raftset.auth"
 
-// NodeSecret is the secret nodes present with RAFTSET.AUTH: clusterSecret
+// NodeSecret is the secret nodes prove to each other: clusterSecret
 // when set, else one derived from requirepass (so that the password itself
 // is not sent twice), else empty. Every node of a cluster must agree on it;
 // the front end is given the same value.

@@ -36,7 +36,7 @@ type Config struct {
 	// Password authenticates forwarded commands on the leader's client
 	// port (its requirepass; the same on every node).
 	Password string
-	// ClusterSecret is the secret nodes present (RAFTSET.AUTH) before they
+	// ClusterSecret is the secret nodes prove (RAFTSET.AUTH) before they
 	// may send each other internal commands; empty derives it from
 	// Password (see NodeSecret and auth.go).
 	ClusterSecret string

@@ -58,7 +58,7 @@ type Config struct {
 	AdvertiseAddr     string     // client address other nodes and clients use; default bind:port
 	RaftAdvertiseAddr string     // Raft address peers dial; default raft-addr
 	Join              string     // client address of a member to join through (new nodes)
-	ClusterSecret     string     // what nodes present (RAFTSET.AUTH) to send each other internal commands
+	ClusterSecret     string     // what nodes prove (Raft port, RAFTSET.AUTH) to each other
 	PromoteLag        uint64     // entries a joining non-voter may lag when promoted to voter
 	MasterName        string     // a name +switch-master is always published under
 	Debug             DebugFlags // test-only switches (debugflags.go)

@@ -234,3 +234,25 @@ func TestTLSClusterProcesses(t *testing.T) {
 		t.Errorf("SMEMBERS on the new leader = %q", r)
 	}
 }
+
+// With tls-cluster yes the CA also checks peers: CONFIG SET may replace it
+// (rotation) but not clear it, which would leave Go to verify peers against
+// the system's roots.
+func TestTLSClusterKeepsItsCA(t *testing.T) {
+	p := newTestPKI(t, t.TempDir(), "a")
+	_, n := startTLSNode(t, p, false, "--tls-cluster", "yes")
+	c := dial(t, n.server.Addr().String())
+	want := "-ERR CONFIG SET failed (possibly related to argument 'tls-ca-cert-file') - Unable to update TLS configuration. Check server logs.\r\n"
+	if r := do(t, c, "CONFIG", "SET", "tls-ca-cert-file", ""); r != want {
+		t.Errorf("CONFIG SET tls-ca-cert-file \"\" = %q, want %q", r, want)
+	}
+	if r := do(t, c, "CONFIG", "GET", "tls-ca-cert-file"); !strings.Contains(r, p.path("ca.crt")) {
+		t.Errorf("CONFIG GET tls-ca-cert-file after the refusal = %q", r)
+	}
+	if r := do(t, c, "CONFIG", "SET", "tls-ca-cert-file", p.path("ca.crt")); r != "+OK\r\n" {
+		t.Errorf("CONFIG SET tls-ca-cert-file (same file, re-read) = %q", r)
+	}
+	if r := do(t, c, "CONFIG", "GET", "tls-cluster"); r != "*2\r\n$11\r\ntls-cluster\r\n$3\r\nyes\r\n" {
+		t.Errorf("CONFIG GET tls-cluster = %q", r)
+	}
+}
