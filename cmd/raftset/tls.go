@@ -25,9 +25,10 @@ var errTLSApply = errors.New("Unable to update TLS configuration. Check server l
 type clientTLS struct {
 	log   hclog.Logger
 	store *tlsconf.Store // nil when tls-port is 0: directives are only recorded
-	// cluster: tls-cluster yes, the store also authenticates peers, so
-	// it must keep a CA.
-	cluster bool
+	// keepCA: the store also authenticates peers (peerTLS), so CONFIG SET
+	// must not clear the CA, or Go would check them against the system's
+	// roots.
+	keepCA  bool
 	tlsAddr net.Addr // the TLS port's address, nil when off
 
 	mu       sync.RWMutex
@@ -68,8 +69,8 @@ func (st tlsSettings) parse() (tlsconf.ClientAuth, tlsconf.Options, error) {
 // listenClients opens the client port (unless port is 0) and the TLS port
 // (when tls-port is set), served together by resp.Listeners.
 func listenClients(cfg *Config, log hclog.Logger) (net.Listener, *clientTLS, error) {
-	ct := &clientTLS{log: log, settings: settingsOf(cfg), cluster: cfg.TLSCluster == "yes"}
-	if ct.cluster {
+	ct := &clientTLS{log: log, settings: settingsOf(cfg)}
+	if cfg.TLSCluster == "yes" {
 		if err := checkTLSCluster(cfg); err != nil {
 			return nil, nil, err
 		}
@@ -176,8 +177,8 @@ func (ct *clientTLS) apply() error {
 	st := ct.settings
 	ct.mu.RUnlock()
 	auth, opts, err := st.parse()
-	if err == nil && ct.cluster && st.ca == "" {
-		err = errors.New("tls-cluster yes: peers are verified against tls-ca-cert-file, which cannot be empty")
+	if err == nil && ct.keepCA && st.ca == "" {
+		err = errors.New("nodes verify each other against tls-ca-cert-file, which cannot be empty")
 	}
 	if err == nil && ct.store != nil {
 		err = ct.store.SetFiles(tlsconf.Files{Cert: st.cert, Key: st.key, CA: st.ca})
@@ -230,7 +231,7 @@ func peerNames(v string) []string { return splitList(v) }
 func (ct *clientTLS) peerTLS(cfg *Config) (*cluster.PeerTLS, *tls.Config, error) {
 	names := peerNames(cfg.TLSClusterPeerNames)
 	switch {
-	case ct.cluster:
+	case cfg.TLSCluster == "yes":
 		srv, err := ct.store.PeerServer(names)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tls-cluster: %w", err)
@@ -239,6 +240,7 @@ func (ct *clientTLS) peerTLS(cfg *Config) (*cluster.PeerTLS, *tls.Config, error)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tls-cluster: %w", err)
 		}
+		ct.keepCA = true
 		return &cluster.PeerTLS{Server: srv, Client: cli}, cli, nil
 	case cfg.Port == 0 && ct.store != nil:
 		if cfg.TLSCACertFile == "" {
@@ -251,6 +253,7 @@ func (ct *clientTLS) peerTLS(cfg *Config) (*cluster.PeerTLS, *tls.Config, error)
 		if err != nil {
 			return nil, nil, err
 		}
+		ct.keepCA = true
 		return nil, cli, nil
 	}
 	return nil, nil, nil
