@@ -1,7 +1,9 @@
 # raftset: `make test` is the README's test command; `make image` builds the
 # FROM-scratch Docker image around a static binary built on this host;
-# `make compose-test` runs the 3-node docker compose cluster test; `make lint`
-# is what every change must pass besides the tests.
+# `make compose-test` runs the 3-node docker compose cluster test; `make certs`
+# writes a CA and node certificates n1..n3 for a local TLS cluster into
+# certs/ (never committed); `make lint` is what every change must pass
+# besides the tests.
 GO    ?= go
 IMAGE ?= raftset:local
 BIN   := bin/raftset
@@ -10,7 +12,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build static test lint image compose-test jepsen jepsen-ci jepsen-smoke clean
+.PHONY: all build static test lint image compose-test certs jepsen jepsen-ci jepsen-smoke clean
 
 all: build
 
@@ -37,6 +39,13 @@ image: static
 
 compose-test:
 	.ci/compose-test.sh
+
+# The compose file makes its own in a volume (the certs service); these are
+# for nodes run from the shell (README, "A secure cluster"). Re-running keeps
+# what is valid. NODES="a b" names other nodes.
+NODES ?= n1 n2 n3
+certs: build
+	$(BIN) cert init --dir certs $(NODES)
 
 # The Jepsen-style suite (docs/jepsen.md): the whole scenario matrix (procs,
 # netns and docker backends; root, iptables, iproute2 and docker needed), the

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The 3-node docker compose cluster, end to end: build the static binary and
-# the FROM-scratch image, start n1..n3, write through one node and read through
-# another, kill the leader, keep writing through a survivor, restart the old
-# leader and wait until all three replicas have the same DEBUG DIGEST.
+# the FROM-scratch image, make the certificates (the one-shot certs service),
+# start n1..n3 with a password, client TLS and tls-cluster yes (healthy means
+# the healthcheck passed over TLS), check that nodes publish their TLS
+# address to each other, write through one node and read through another
+# (forwarded over mutual TLS), kill the leader, keep writing through a
+# survivor, restart the old leader and wait until all three replicas have the
+# same DEBUG DIGEST.
 #
 # Needs docker and docker compose (the v2 plugin or v1 docker-compose); fails
 # when they are missing. Uses redis-cli on the host against the published
@@ -200,6 +204,18 @@ ok "PING on 127.0.0.1:${port[n1]}, ${port[n2]}, ${port[n3]}"
 step "wait for a leader that all three agree on (INFO raft)"
 wait_for "one leader" 60 agree_on_leader "${nodes[@]}"
 ok "leader is $leader"
+
+step "check the cluster's links are TLS (tls-cluster yes, TLS client address published)"
+cert_state=$(docker inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$(container certs)" 2>/dev/null || echo gone)
+[ "$cert_state" = "exited 0" ] || fail "the certs service did not complete (state, exit code: $cert_state)"
+ok "certs service exited 0"
+for n in "${nodes[@]}"; do
+  r=$(cli "${port[$n]}" CONFIG GET tls-cluster | xargs)
+  [ "$r" = "tls-cluster yes" ] || fail "$n: CONFIG GET tls-cluster = $r"
+  r=$(info_field "${port[$n]}" raft_leader_client_addr)
+  [ "$r" = "$leader:6380" ] || fail "$n: raft_leader_client_addr = $r, want the leader's TLS port $leader:6380"
+done
+ok "tls-cluster yes on n1, n2, n3; the leader is reached on $leader:6380"
 followers=()
 for n in "${nodes[@]}"; do [ "$n" = "$leader" ] || followers+=("$n"); done
 

@@ -14,6 +14,15 @@
 #   RUNS=5 N=500000 bench/cluster.sh
 #   FAILOVER=0 bench/cluster.sh           # throughput only
 #   THROUGHPUT=0 bench/cluster.sh         # failover only
+#   TLS_CLUSTER=1 bench/cluster.sh        # tls-cluster yes vs no (below)
+#
+# TLS_CLUSTER=1 measures the cost of tls-cluster yes (mutual TLS on the Raft
+# port and for forwarded calls to the leader's TLS port; certificates from
+# `raftset cert init`): each run starts a plain cluster and a tls-cluster one
+# (plain first on odd runs, TLS first on even ones) and measures SADD and
+# SISMEMBER -P 10 at the leader and at a follower of each; the clients use
+# the plain port in both, so only the links between nodes differ. It prints
+# the median of the per-run ratios TLS / plain. No failover, no redis-server.
 #
 # Needs redis-server, redis-cli and redis-benchmark (apt-get install -y redis-server redis-tools).
 set -euo pipefail
@@ -23,6 +32,9 @@ N=${N:-1000000}
 TRIALS=${TRIALS:-10}
 FAILOVER=${FAILOVER:-1}
 THROUGHPUT=${THROUGHPUT:-1}
+TLS_CLUSTER=${TLS_CLUSTER:-0}
+if [ "$TLS_CLUSTER" = 1 ]; then FAILOVER=0 THROUGHPUT=0; fi
+cluster_tls=0 # the cluster new_cluster starts runs with tls-cluster yes
 work=$(mktemp -d)
 declare -A npid=() # node index -> pid of its running process
 rpid=""            # redis-server
@@ -46,24 +58,30 @@ max() { sort -n | tail -1; }
 cli() { local port=$1; shift; timeout 0.5 redis-cli -h 127.0.0.1 -p "$port" "$@" 2>/dev/null || true; }
 info_field() { cli "$1" INFO raft | tr -d '\r' | awk -F: -v k="$2" '$1==k {print $2}'; }
 
-declare -a cport=() rport=()
+declare -a cport=() rport=() tport=()
 peers=""
 cluster_dir=""
 new_cluster() {
   cluster_dir=$work/cluster-$1
   peers=""
   for i in 1 2 3; do
-    cport[i]=$(free_port); rport[i]=$(free_port)
+    cport[i]=$(free_port); rport[i]=$(free_port); tport[i]=$(free_port)
     peers+="${peers:+,}n$i=127.0.0.1:${rport[i]}"
   done
   for i in 1 2 3; do start_node "$i"; done
   wait_healthy
 }
 start_node() {
-  local i=$1
+  local i=$1 adv="127.0.0.1:${cport[$1]}" tls=()
+  if [ "$cluster_tls" = 1 ]; then
+    # Nodes publish, and call each other on, the TLS port.
+    adv="127.0.0.1:${tport[i]}"
+    tls=(--tls-port "${tport[i]}" --tls-cluster yes --tls-cert-file "$work/certs/n$i.crt"
+      --tls-key-file "$work/certs/n$i.key" --tls-ca-cert-file "$work/certs/ca.crt")
+  fi
   mkdir -p "$cluster_dir"
   "$work/raftset" --node-id "n$i" --bind 127.0.0.1 --port "${cport[i]}" --raft-addr "127.0.0.1:${rport[i]}" \
-    --advertise-addr "127.0.0.1:${cport[i]}" --raft-advertise-addr "127.0.0.1:${rport[i]}" \
+    --advertise-addr "$adv" --raft-advertise-addr "127.0.0.1:${rport[i]}" "${tls[@]}" \
     --dir "$cluster_dir/n$i" --peers "$peers" --loglevel warn >>"$cluster_dir/n$i.log" 2>&1 &
   npid[$i]=$!
 }
@@ -168,4 +186,40 @@ if [ "$THROUGHPUT" = 1 ]; then
       printf '%-44s %12.0f %7.2f\n' "raftset $who: $cmd" "$v" "$(echo "$v / $r" | bc -l)"
     done
   done
+fi
+
+if [ "$TLS_CLUSTER" = 1 ]; then
+  "$work/raftset" cert init --dir "$work/certs" n1 n2 n3 >/dev/null
+  keys="leader_sadd follower_sadd leader_sismember follower_sismember"
+  declare -A raw=() ratio=()
+  for run in $(seq 1 "$RUNS"); do
+    order="0 1"; [ $((run % 2)) = 0 ] && order="1 0"
+    declare -A this=()
+    for mode in $order; do
+      cluster_tls=$mode
+      new_cluster "$run-$mode"
+      l=$(leader_idx); f=$((l % 3 + 1))
+      for cmd in sadd sismember; do
+        this[${mode}_leader_$cmd]=$(rps "${cport[l]}" "$cmd" __rand_int__ __rand_int__)
+        this[${mode}_follower_$cmd]=$(rps "${cport[f]}" "$cmd" __rand_int__ __rand_int__)
+      done
+      [ "$(leader_idx)" = "$l" ] || echo "warning: leadership moved during run $run (tls-cluster=$mode)" >&2
+      stop_cluster
+    done
+    line="run $run:"
+    for k in $keys; do
+      raw[plain_$k]+="${this[0_$k]} "; raw[tls_$k]+="${this[1_$k]} "
+      r=$(echo "${this[1_$k]} / ${this[0_$k]}" | bc -l)
+      ratio[$k]+="$r "
+      line+=$(printf ' %s=%.0f/%.0f(%.2f)' "$k" "${this[1_$k]}" "${this[0_$k]}" "$r")
+    done
+    echo "$line"
+    unset this
+  done
+  med() { echo "$1" | tr ' ' '\n' | grep . | median; }
+  printf '\n%-44s %12s %12s %7s\n' "3 nodes, -c 50 -P 10 -n $N -r 200000 --threads 2" "plain req/s" "tls req/s" "ratio"
+  for k in $keys; do
+    printf '%-44s %12.0f %12.0f %7.2f\n' "raftset ${k/_/: }" "$(med "${raw[plain_$k]}")" "$(med "${raw[tls_$k]}")" "$(med "${ratio[$k]}")"
+  done
+  echo "(ratio: median of the per-run tls-cluster yes / no ratios)"
 fi

@@ -36,7 +36,7 @@ type Config struct {
 	// Password authenticates forwarded commands on the leader's client
 	// port (its requirepass; the same on every node).
 	Password string
-	// ClusterSecret is the secret nodes present (RAFTSET.AUTH) before they
+	// ClusterSecret is the secret nodes prove (RAFTSET.AUTH) before they
 	// may send each other internal commands; empty derives it from
 	// Password (see NodeSecret and auth.go).
 	ClusterSecret string
@@ -45,6 +45,12 @@ type Config struct {
 	// the Raft port admits only peers that prove the node secret (see
 	// NodeSecret) in a challenge-response handshake.
 	PeerTLS *PeerTLS
+	// ClientTLS, when set, is how this node dials other nodes' client
+	// addresses (forwarding, read indexes, WAIT, joins): TLS presenting
+	// this node's certificate and checking theirs. Set it when the
+	// published client addresses are TLS ports (tls-cluster yes, or port 0
+	// with tls-port).
+	ClientTLS *tls.Config
 	// ProtectedMode refuses to serve Raft on a non-loopback address when
 	// there is neither PeerTLS nor a node secret: anyone who could reach the
 	// port could otherwise become the leader and write. Redis applies the

@@ -54,10 +54,11 @@
 // facing a client turns an outcome into -TRYAGAIN or -CLUSTERDOWN. They
 // arrive through Node.Internal, not Admin. They are hidden from COMMAND,
 // and the front end answers them as unknown commands unless the connection
-// sent RAFTSET.AUTH with the node secret: Config.ClusterSecret, else
-// derived from the password, else empty (any secret accepted: hidden, not
-// protected). Every pooled connection a node opens sends AUTH (with a
-// password) and RAFTSET.AUTH.
+// proved the node secret with RAFTSET.AUTH's challenge-response:
+// Config.ClusterSecret, else derived from the password, else empty (a key
+// anyone can use: hidden, not protected). Every pooled connection a node
+// opens sends AUTH (with a password) and runs RAFTSET.AUTH, over TLS when
+// Config.ClientTLS is set.
 //
 // # WAIT (wait.go)
 //

@@ -268,6 +268,7 @@ func (n *Node) infoRaft(stats map[string]string) InfoSection {
 		kv("raft_active_expire", boolDigit(n.activeExpire.Load())),
 		kv("raft_cluster_clock_ms", strconv.FormatInt(clock/int64(time.Millisecond), 10)),
 		kv("raft_cluster_clock_offset_ms", strconv.FormatInt((clock-wall)/int64(time.Millisecond), 10)),
+		kv("raft_refused_connections", itoa(n.RaftRefused())),
 	}}
 }
 

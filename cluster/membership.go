@@ -30,6 +30,7 @@ func (n *Node) runMembership() {
 	defer n.wg.Done()
 	t := time.NewTicker(membershipTick)
 	defer t.Stop()
+	var warned time.Time
 	for {
 		select {
 		case <-t.C:
@@ -37,8 +38,17 @@ func (n *Node) runMembership() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.ApplyTimeout)
+		joining := n.cfg.Join != "" && !n.joined.Load()
 		if err := n.membershipStep(ctx); err != nil {
-			n.log.Debug("membership step", "error", err)
+			// A join that keeps failing (a wrong secret or certificate,
+			// an unreachable member) is the operator's to fix: say so,
+			// every few seconds rather than every tick.
+			if joining && time.Since(warned) >= 5*time.Second {
+				warned = time.Now()
+				n.log.Warn("cannot join the cluster yet", "error", err)
+			} else {
+				n.log.Debug("membership step", "error", err)
+			}
 		}
 		cancel()
 	}

@@ -123,7 +123,9 @@ func (c *servedCluster) start(cfg Config) *member {
 		RequirePass: cfg.Password,
 		NodeSecret:  NodeSecret(cfg.ClusterSecret, cfg.Password),
 	}, respStore{n})
-	n.SetPublish(m.srv.Publish) // as cmd/raftset wires it (+switch-master)
+	// As cmd/raftset does: the node's +switch-master goes out through the
+	// front end's PUBLISH.
+	n.SetPublish(m.srv.Publish)
 	go func() { defer close(m.done); m.srv.Serve(ln) }()
 	t.Cleanup(m.stop)
 	c.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,12 +98,15 @@ const jepsenClusterSecret = "jepsen cluster secret"
 
 type procNode struct {
 	id, addr, raftAddr, dir, logPath string
-	args                             []string // without --peers / --join
-	join                             string   // client address to join through; "" = static --peers
-	cmd                              *exec.Cmd
-	done                             chan struct{}
-	paused                           bool
-	starts                           int
+	// peerAddr is the client address the other nodes call (the TLS port's
+	// with tls-cluster), addr the one the harness's clients use.
+	peerAddr string
+	args     []string // without --peers / --join
+	join     string   // client address to join through; "" = static --peers
+	cmd      *exec.Cmd
+	done     chan struct{}
+	paused   bool
+	starts   int
 }
 
 // procCluster runs each node as a process of the real binary, either all
@@ -124,6 +128,11 @@ type clusterOpts struct {
 	Nodes int
 	Netns bool
 	Args  []string
+	// TLSCluster runs every node with tls-cluster yes: a CA and node
+	// certificates made by `raftset cert init`, mutual TLS on the Raft port
+	// and between nodes on the TLS port, which each node publishes. The
+	// harness's clients keep the plain port.
+	TLSCluster bool
 }
 
 // newProcCluster prepares (does not start) a size-node loopback cluster
@@ -164,14 +173,49 @@ func newProcClusterWith(t *testing.T, o clusterOpts, logDir string) *procCluster
 		c.nodes[n.id] = n
 	}
 	c.peers = strings.Join(peers, ",")
+	certs := filepath.Join(data, "certs")
+	if o.TLSCluster {
+		c.makeCerts(certs)
+	}
 	for _, id := range c.order {
 		n := c.nodes[id]
 		host, port, _ := net.SplitHostPort(n.addr)
-		n.args = append([]string{"--node-id", n.id, "--bind", host, "--port", port,
-			"--raft-addr", n.raftAddr, "--advertise-addr", n.addr, "--raft-advertise-addr", n.raftAddr,
-			"--dir", n.dir, "--loglevel", "info", "--cluster-secret", jepsenClusterSecret, "--protected-mode", "no"}, c.extra...)
+		n.peerAddr = n.addr
+		var tlsArgs []string
+		if o.TLSCluster {
+			tlsPort := nsTLSPort
+			if c.net == nil {
+				tlsPort = strconv.Itoa(testutil.FreePort(t))
+			}
+			n.peerAddr = net.JoinHostPort(host, tlsPort)
+			tlsArgs = []string{"--tls-port", tlsPort, "--tls-cluster", "yes",
+				"--tls-cert-file", filepath.Join(certs, id+".crt"), "--tls-key-file", filepath.Join(certs, id+".key"),
+				"--tls-ca-cert-file", filepath.Join(certs, "ca.crt")}
+		}
+		n.args = append(append([]string{"--node-id", n.id, "--bind", host, "--port", port,
+			"--raft-addr", n.raftAddr, "--advertise-addr", n.peerAddr, "--raft-advertise-addr", n.raftAddr,
+			"--dir", n.dir, "--loglevel", "info", "--cluster-secret", jepsenClusterSecret, "--protected-mode", "no"}, tlsArgs...), c.extra...)
 	}
 	return c
+}
+
+// nsTLSPort is a namespaced node's TLS port (tls-cluster rows).
+const nsTLSPort = "6380"
+
+// makeCerts writes a CA and a certificate for every node, valid for the
+// node's address, with the binary's own `raftset cert init`.
+func (c *procCluster) makeCerts(dir string) {
+	c.t.Helper()
+	ips := []string{"127.0.0.1"}
+	if c.net != nil {
+		for _, id := range c.order {
+			ips = append(ips, c.net.nodeIP[id])
+		}
+	}
+	args := append([]string{"cert", "init", "--dir", dir, "--ip", strings.Join(ips, ",")}, c.order...)
+	if out, err := exec.Command(c.bin, args...).CombinedOutput(); err != nil {
+		c.t.Fatalf("raftset %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 }
 
 func (c *procCluster) Nodes() []string { return append([]string(nil), c.order...) }

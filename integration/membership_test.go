@@ -84,7 +84,7 @@ func (c *procCluster) Rejoin(node string, wipe bool) error {
 			return fmt.Errorf("wipe %s: %w", n.dir, err)
 		}
 	}
-	n.join = c.nodes[via].addr
+	n.join = c.nodes[via].peerAddr
 	return c.start(n)
 }
 

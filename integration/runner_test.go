@@ -31,6 +31,9 @@ type scenario struct {
 	Nodes   int    `json:"nodes"`
 	// ServerArgs go to every node (snapshot knobs).
 	ServerArgs []string `json:"server_args,omitempty"`
+	// TLSCluster: every node runs with tls-cluster yes (procs and netns
+	// backends).
+	TLSCluster bool `json:"tls_cluster,omitempty"`
 	// ClockOffsets: per node, a test-only --debug-clock-offset (procs and
 	// netns backends).
 	ClockOffsets map[string]time.Duration `json:"clock_offsets_ns,omitempty"`
@@ -174,9 +177,9 @@ func writeJSON(t *testing.T, path string, v any) {
 func newCluster(t *testing.T, sc scenario, dir string) Cluster {
 	switch sc.Backend {
 	case "", "procs":
-		return newProcClusterWith(t, clusterOpts{Nodes: sc.Nodes, Args: sc.ServerArgs}, dir)
+		return newProcClusterWith(t, clusterOpts{Nodes: sc.Nodes, Args: sc.ServerArgs, TLSCluster: sc.TLSCluster}, dir)
 	case "netns":
-		return newProcClusterWith(t, clusterOpts{Nodes: sc.Nodes, Netns: true, Args: sc.ServerArgs}, dir)
+		return newProcClusterWith(t, clusterOpts{Nodes: sc.Nodes, Netns: true, Args: sc.ServerArgs, TLSCluster: sc.TLSCluster}, dir)
 	case "docker":
 		return newDockerCluster(t, sc.Nodes, dir, sc.ServerArgs)
 	}

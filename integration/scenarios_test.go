@@ -23,6 +23,8 @@ type matrixEntry struct {
 	Args     []string
 	// MinSnapshotInstalls: see scenario.
 	MinSnapshotInstalls int
+	// TLSCluster: see scenario.
+	TLSCluster bool
 	// CI: part of the CI tier (.ci/run, make jepsen-ci).
 	CI bool
 }
@@ -56,6 +58,11 @@ var matrix = []matrixEntry{
 	{Name: "remove-isolated-snapshot-5", Backend: "netns", Nodes: 5, Faults: []string{"remove-isolated"},
 		Duration: 40 * time.Second, Seed: 38, Args: snapshotArgs},
 	{Name: "mixed-5", Backend: "netns", Nodes: 5, Faults: allFaults, Duration: 90 * time.Second, Seed: 56, Args: snapshotArgs},
+	// Every link between nodes over mutual TLS (tls-cluster yes): Raft
+	// connections and forwarded calls broken by partitions and kills, and
+	// nodes re-joining through a member's TLS port.
+	{Name: "tls-cluster-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 39, TLSCluster: true,
+		Faults: []string{"partition-majority", "partition-leader", "kill-leader", "remove-random", "pause-leader"}},
 	{Name: "docker-partition-kill", Backend: "docker", Nodes: 3, Duration: time.Minute, Seed: 37, CI: true,
 		Faults: []string{"partition-majority", "partition-leader", "kill-random", "pause-leader"}},
 }
@@ -73,7 +80,7 @@ func (m matrixEntry) scenario(t *testing.T) scenario {
 	}
 	sc := smokeScenario(seedOr(t, m.Seed), duration(t, d))
 	sc.Name, sc.Backend, sc.Nodes, sc.Faults = m.Name, m.Backend, m.Nodes, m.Faults
-	sc.ServerArgs, sc.MinSnapshotInstalls = m.Args, m.MinSnapshotInstalls
+	sc.ServerArgs, sc.MinSnapshotInstalls, sc.TLSCluster = m.Args, m.MinSnapshotInstalls, m.TLSCluster
 	// One worker per node never leaves it: under a partition the
 	// minority side keeps being read and written, not only once.
 	sc.Lin.Pinned = m.Nodes

@@ -181,15 +181,7 @@ func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte 
 		defer stop()
 		return append(dst, s.store.Wait(ctx, args, c.lastWrite)...)
 	case nodeAuthCommand:
-		if !s.checkNodeSecret(args[1]) {
-			s.log.Warn("a connection presented a wrong node secret (RAFTSET.AUTH); check cluster-secret / requirepass on every node", "addr", c.addr)
-			return command.AppendError(dst, "WRONGPASS invalid node secret")
-		}
-		c.node = true
-		if s.cfg.NodeSecret != "" {
-			c.authed = true // a proven node needs no user (aclExempt)
-		}
-		return append(dst, command.OK...)
+		return c.cmdNodeAuth(dst, args)
 	}
 	if spec.Has(command.Internal) {
 		// Node-to-node calls have their own entry point; handle lets them

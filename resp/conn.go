@@ -63,6 +63,8 @@ type client struct {
 	// guarded: protected mode let this non-loopback connection in only to
 	// prove it is a node (limits.go); anything else is refused.
 	guarded bool
+	// nodeProof is what RAFTSET.AUTH PROOF must bring after HELLO.
+	nodeProof []byte
 	// obuf is the reply bytes of this batch waiting in redcon's buffer, and
 	// obufSince when they first reached the normal class's soft limit;
 	// dropped is set once they passed client-output-buffer-limit.

@@ -49,6 +49,8 @@ type testConn struct {
 	t testing.TB
 	c net.Conn
 	r *bufio.Reader
+	// nodeSecret is the server's, for nodeAuth's check of its proof.
+	nodeSecret string
 }
 
 func dial(t testing.TB, addr string) *testConn {

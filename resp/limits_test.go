@@ -160,7 +160,8 @@ func TestProtectedModeLetsNodesAuthenticate(t *testing.T) {
 	c.expectEOF()
 
 	c = dial(t, addr)
-	if got := c.do("RAFTSET.AUTH", "wrong"); got != errr("WRONGPASS invalid node secret") {
+	c.nodeSecret = "s3cret"
+	if got := c.nodeAuth("wrong"); got != errr("WRONGPASS invalid node secret") {
 		t.Errorf("RAFTSET.AUTH wrong = %q", got)
 	}
 	if got := c.do("PING"); got != wantDenied {
@@ -169,7 +170,8 @@ func TestProtectedModeLetsNodesAuthenticate(t *testing.T) {
 	c.expectEOF()
 
 	c = dial(t, addr)
-	if got := c.do("RAFTSET.AUTH", "s3cret"); got != "+OK\r\n" {
+	c.nodeSecret = "s3cret"
+	if got := c.nodeAuth("s3cret"); got != "+OK\r\n" {
 		t.Errorf("RAFTSET.AUTH = %q", got)
 	}
 	if got := c.do("PING"); got != "+PONG\r\n" {

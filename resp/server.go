@@ -3,8 +3,6 @@ package resp
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"net"
@@ -219,15 +217,6 @@ func (s *Server) setPass(p string) {
 // authRequired reports whether new connections must authenticate: the
 // default user has a password (requirepass or ACL) or is off.
 func (s *Server) authRequired() bool { return !s.acl.users.DefaultNoPass() }
-
-// checkNodeSecret compares a RAFTSET.AUTH secret in constant time.
-func (s *Server) checkNodeSecret(p []byte) bool {
-	if s.cfg.NodeSecret == "" {
-		return true
-	}
-	got, want := sha256.Sum256(p), sha256.Sum256([]byte(s.cfg.NodeSecret))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
-}
 
 // ListenAndServe listens on cfg.Addr and serves until Close.
 func (s *Server) ListenAndServe() error {

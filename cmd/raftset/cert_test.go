@@ -64,3 +64,46 @@ func TestCertWritesACAAndNodeCertificatesItSigned(t *testing.T) {
 		t.Fatal("a node certificate without a CA was made")
 	}
 }
+
+// cert init is safe to run at every start: it makes what is missing, keeps
+// what the CA signed, and with --ca-dir the CA key stays out of --dir.
+func TestCertInitIsIdempotent(t *testing.T) {
+	dir, caDir := t.TempDir(), t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"cert", "init", "--dir", dir, "--ca-dir", caDir, "n1", "n2"}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	first, _ := os.ReadFile(filepath.Join(dir, "n1.crt"))
+	if _, err := os.Stat(filepath.Join(dir, "ca.key")); err == nil {
+		t.Error("the CA key was written beside the node certificates")
+	}
+	for _, f := range []string{"ca.crt", "n1.crt", "n1.key", "n2.crt", "n2.key"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	out.Reset()
+	if code := run(append(args, "n3"), &out, &errb); code != 0 {
+		t.Fatalf("second run: exit %d: %s", code, errb.String())
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "n1.crt")); !bytes.Equal(first, again) {
+		t.Error("a second run replaced a valid certificate")
+	}
+	if !strings.Contains(out.String(), "kept") || !strings.Contains(out.String(), "n3.crt") {
+		t.Errorf("second run said %q", out.String())
+	}
+	// A new CA (its volume was dropped): the old certificates are reissued.
+	if err := os.Remove(filepath.Join(caDir, "ca.key")); err != nil {
+		t.Fatal(err)
+	}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("run with a new CA: exit %d: %s", code, errb.String())
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "n1.crt")); bytes.Equal(first, again) {
+		t.Error("a certificate of the old CA was kept under a new CA")
+	}
+	if code := run([]string{"cert", "init", "--dir", dir}, &out, &errb); code != 2 {
+		t.Errorf("init without names: exit %d", code)
+	}
+}

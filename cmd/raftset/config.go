@@ -59,12 +59,16 @@ type Config struct {
 	TLSProtocols    string
 	TLSCiphers      string // TLS 1.2 suites
 	TLSCipherSuites string // TLS 1.3 suites: checked only, Go offers all three
+	// TLSCluster is tls-cluster: mutual TLS between nodes, on the Raft port
+	// and for their calls to each other's client (TLS) port.
+	TLSCluster          string // yes, no
+	TLSClusterPeerNames string // comma-separated names a peer's certificate must carry; empty: any the CA signed
 	// Cluster.
 	Peers             string // "id1=host1:raftport,id2=...": static bootstrap, the same on every node
 	AdvertiseAddr     string // client address other nodes and clients use; default bind:port
 	RaftAdvertiseAddr string // Raft address peers dial; default raft-addr
 	Join              string // client address of a member to join through (new nodes)
-	ClusterSecret     string // what nodes present (RAFTSET.AUTH) to send each other internal commands
+	ClusterSecret     string // what nodes prove (Raft port, RAFTSET.AUTH) to each other
 	PromoteLag        uint64 // entries a joining non-voter may lag when promoted to voter
 	MasterName        string // a name +switch-master is always published under
 	// Raft timers (cluster.Config's).
@@ -273,6 +277,11 @@ func sections() []section {
 				"TLS 1.2 suites, `:`-separated OpenSSL or IANA names; empty: Go's defaults."),
 			checkedDirective("tls-ciphersuites", func(c *Config) *string { return &c.TLSCipherSuites }, tlsconf.ParseTLS13Suites).is("",
 				"TLS 1.3 suites: checked, but not restrictable (Go always offers all three)."),
+			oneOf("tls-cluster", func(c *Config) *string { return &c.TLSCluster }, "yes", "no").is("no",
+				"`yes`: mutual TLS between nodes with the files above, on the Raft port and for their calls to each other's "+
+					"TLS client port (which the node then publishes); needs `tls-port`. See docs/security.md."),
+			stringDirective("tls-cluster-peer-names", func(c *Config) *string { return &c.TLSClusterPeerNames }).is("",
+				"Comma-separated names a peer's certificate must carry (common or DNS name); empty: any certificate the CA signed."),
 		}},
 		{"Security", "See docs/security.md.", []directive{
 			stringDirective("requirepass", func(c *Config) *string { return &c.RequirePass }).is("",

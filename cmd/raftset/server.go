@@ -130,7 +130,15 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.NodeID = id
 	cc.RaftBind = cfg.RaftAddr
 	cc.RaftAdvertise = cfg.RaftAdvertiseAddr
-	cc.ClientAddr = clientAddr(cfg, ln.Addr())
+	published := ln.Addr()
+	if cfg.TLSCluster == "yes" {
+		// Peers dial the published address with TLS.
+		published = ctls.tlsAddr
+	}
+	cc.ClientAddr = clientAddr(cfg, published)
+	if cc.PeerTLS, cc.ClientTLS, err = ctls.peerTLS(cfg); err != nil {
+		return nil, err
+	}
 	cc.Password = cfg.RequirePass
 	cc.ClusterSecret = cfg.ClusterSecret
 	// protected-mode guards both doors: clients without a password, and a
@@ -218,7 +226,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	ctls.register(srv)
 	logger.Info("raftset ready", "version", version, "commit", buildCommit(), "node-id", id, "addr", ln.Addr().String(),
 		"advertise-addr", cc.ClientAddr, "raft-addr", cfg.RaftAddr, "peers", len(peers), "join", cfg.Join, "dir", cfg.Dir,
-		"tls-port", cfg.TLSPort)
+		"tls-port", cfg.TLSPort, "tls-cluster", cfg.TLSCluster)
 	return n, nil
 }
 
@@ -262,7 +270,8 @@ func (n *node) close() error {
 // can change at run time also to CONFIG SET.
 func (n *node) registerConfig() {
 	for _, name := range []string{"dir", "node-id", "raft-addr", "log-format", "import",
-		"peers", "join", "advertise-addr", "raft-advertise-addr", "promote-lag", "sentinel-master-name"} {
+		"peers", "join", "advertise-addr", "raft-advertise-addr", "promote-lag", "sentinel-master-name",
+		"tls-cluster", "tls-cluster-peer-names"} {
 		name := name
 		n.server.RegisterConfig(name, func() string { v, _ := n.cfg.Get(name); return v }, nil)
 	}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
+	"raftset/cluster"
 	"raftset/internal/tlsconf"
 	"raftset/resp"
 )
@@ -23,6 +25,11 @@ var errTLSApply = errors.New("Unable to update TLS configuration. Check server l
 type clientTLS struct {
 	log   hclog.Logger
 	store *tlsconf.Store // nil when tls-port is 0: directives are only recorded
+	// keepCA: the store also authenticates peers (peerTLS), so CONFIG SET
+	// must not clear the CA, or Go would check them against the system's
+	// roots.
+	keepCA  bool
+	tlsAddr net.Addr // the TLS port's address, nil when off
 
 	mu       sync.RWMutex
 	auth     tlsconf.ClientAuth // in force
@@ -63,6 +70,11 @@ func (st tlsSettings) parse() (tlsconf.ClientAuth, tlsconf.Options, error) {
 // (when tls-port is set), served together by resp.Listeners.
 func listenClients(cfg *Config, log hclog.Logger) (net.Listener, *clientTLS, error) {
 	ct := &clientTLS{log: log, settings: settingsOf(cfg)}
+	if cfg.TLSCluster == "yes" {
+		if err := checkTLSCluster(cfg); err != nil {
+			return nil, nil, err
+		}
+	}
 	if cfg.Port == 0 && cfg.TLSPort == 0 {
 		return nil, nil, errors.New("configured to not listen anywhere: port 0 needs a tls-port")
 	}
@@ -100,6 +112,7 @@ func listenClients(cfg *Config, log hclog.Logger) (net.Listener, *clientTLS, err
 			closeAll()
 			return nil, nil, fmt.Errorf("listen for TLS clients: %w", err)
 		}
+		ct.tlsAddr = secure.Addr()
 	}
 	ln, err := resp.Listeners(plain, secure, tlsCfg, func(addr net.Addr, err error) {
 		// Anyone can connect and fail: not worth more than debug.
@@ -164,6 +177,9 @@ func (ct *clientTLS) apply() error {
 	st := ct.settings
 	ct.mu.RUnlock()
 	auth, opts, err := st.parse()
+	if err == nil && ct.keepCA && st.ca == "" {
+		err = errors.New("nodes verify each other against tls-ca-cert-file, which cannot be empty")
+	}
 	if err == nil && ct.store != nil {
 		err = ct.store.SetFiles(tlsconf.Files{Cert: st.cert, Key: st.key, CA: st.ca})
 		if err == nil {
@@ -181,4 +197,64 @@ func (ct *clientTLS) apply() error {
 		ct.log.Info("TLS configuration applied", "cert", st.cert, "auth-clients", st.auth)
 	}
 	return nil
+}
+
+// checkTLSCluster refuses a tls-cluster yes that cannot work, before
+// anything listens.
+func checkTLSCluster(cfg *Config) error {
+	var missing []string
+	for _, f := range []struct{ name, v string }{
+		{"tls-cert-file", cfg.TLSCertFile}, {"tls-key-file", cfg.TLSKeyFile}, {"tls-ca-cert-file", cfg.TLSCACertFile},
+	} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("tls-cluster yes: nodes authenticate each other with the TLS certificate files; set %s", strings.Join(missing, ", "))
+	}
+	if cfg.TLSPort == 0 {
+		return errors.New("tls-cluster yes needs a tls-port: nodes call each other's client port over TLS")
+	}
+	return nil
+}
+
+// peerNames parses tls-cluster-peer-names.
+func peerNames(v string) []string { return splitList(v) }
+
+// peerTLS returns the TLS between nodes, read from the client port's
+// certificate store (so CONFIG SET of the files reaches new peer
+// connections): with tls-cluster yes, mutual TLS on the Raft port and the
+// client side of calls to other nodes' TLS ports; with port 0 and a
+// tls-port (no tls-cluster), only the latter, since the other nodes'
+// published addresses are TLS ports. Otherwise nil, nil.
+func (ct *clientTLS) peerTLS(cfg *Config) (*cluster.PeerTLS, *tls.Config, error) {
+	names := peerNames(cfg.TLSClusterPeerNames)
+	switch {
+	case cfg.TLSCluster == "yes":
+		srv, err := ct.store.PeerServer(names)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tls-cluster: %w", err)
+		}
+		cli, err := ct.store.PeerClient(names)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tls-cluster: %w", err)
+		}
+		ct.keepCA = true
+		return &cluster.PeerTLS{Server: srv, Client: cli}, cli, nil
+	case cfg.Port == 0 && ct.store != nil:
+		if cfg.TLSCACertFile == "" {
+			if cfg.Peers != "" || cfg.Join != "" {
+				return nil, nil, errors.New("port 0: the other nodes are reached on their TLS port, and tls-ca-cert-file is needed to verify them")
+			}
+			return nil, nil, nil // a single node calls no one
+		}
+		cli, err := ct.store.PeerClient(names)
+		if err != nil {
+			return nil, nil, err
+		}
+		ct.keepCA = true
+		return nil, cli, nil
+	}
+	return nil, nil, nil
 }

@@ -58,11 +58,11 @@ var rules = []rule{
 		may: []string{"cluster", "resp", "fsm", "snapshot", "internal/setenc", "internal/respwire", "internal/certgen", "internal/tlsconf", "internal/metrics"},
 		ext: []string{"github.com/hashicorp/go-hclog"}},
 	{pkg: "resp",
-		may:     []string{"internal/command", "internal/strictint", "internal/respwire", "internal/glob", "internal/acl", "internal/stats"},
+		may:     []string{"internal/command", "internal/strictint", "internal/respwire", "internal/glob", "internal/acl", "internal/stats", "internal/peerauth/challenge"},
 		ext:     []string{"github.com/tidwall/redcon", "github.com/hashicorp/go-hclog"},
 		notDeps: append([]string{"raftset/cluster", "raftset/fsm", "raftset/snapshot"}, raftPkgs...)},
 	{pkg: "cluster",
-		may:     []string{"fsm", "snapshot", "internal/command", "internal/setenc", "internal/strictint", "internal/respwire", "internal/peerauth", "internal/tlsconf", "internal/glob", "internal/acl", "internal/stats"},
+		may:     []string{"fsm", "snapshot", "internal/command", "internal/setenc", "internal/strictint", "internal/respwire", "internal/peerauth", "internal/peerauth/challenge", "internal/tlsconf", "internal/glob", "internal/acl", "internal/stats", "internal/peerauth/challenge"},
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2", "go.etcd.io/bbolt", "github.com/hashicorp/go-hclog"},
 		notDeps: []string{"raftset/resp"}},
 	{pkg: "fsm",
@@ -97,8 +97,14 @@ var rules = []rule{
 	{pkg: "internal/respwire"},
 	// The Raft port's gate: it sees raft only as the StreamLayer it implements.
 	{pkg: "internal/peerauth",
+		may:     []string{"internal/peerauth/challenge"},
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/go-hclog"},
 		notDeps: []string{"raftset/fsm", "raftset/cluster", "raftset/resp"}},
+	// The proof of the shared secret, also run by the front end's
+	// RAFTSET.AUTH: pure computation, no transport.
+	{pkg: "internal/peerauth/challenge",
+		notStd:  []string{"net", "net/...", "os", "os/...", "syscall", "log", "log/..."},
+		notDeps: append([]string{"raftset/cluster", "raftset/resp", "raftset/fsm"}, raftPkgs...)},
 	{pkg: "internal/tlsconf"},
 	// ACL users and rules: applied by the state machine on every replica,
 	// checked by the front end, so it knows neither.

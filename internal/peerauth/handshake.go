@@ -1,12 +1,10 @@
 package peerauth
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
+
+	"raftset/internal/peerauth/challenge"
 )
 
 // The handshake, with K = the shared secret:
@@ -24,40 +22,21 @@ import (
 const (
 	magic        = "RSPA"
 	version      = 1
-	nonceSize    = 32
-	macSize      = sha256.Size
+	nonceSize    = challenge.NonceSize
+	macSize      = challenge.MACSize
 	helloSize    = len(magic) + 2 + nonceSize
 	answerSize   = len(magic) + nonceSize + macSize
-	labelServer  = "server"
-	labelClient  = "client"
-	PurposeRaft  = 1 // the stream carries hashicorp/raft's RPCs
+	PurposeRaft  = challenge.PurposeRaft // the stream carries hashicorp/raft's RPCs
 	maxSecretLen = 4096
 )
 
 // ErrDenied is the error of a handshake whose peer did not prove the secret
 // (or spoke something else than this handshake).
-var ErrDenied = errors.New("peer authentication failed")
-
-func mac(secret []byte, label string, purpose byte, first, second []byte) []byte {
-	h := hmac.New(sha256.New, secret)
-	h.Write([]byte(label))
-	h.Write([]byte{purpose})
-	h.Write(first)
-	h.Write(second)
-	return h.Sum(nil)
-}
-
-func nonce() ([]byte, error) {
-	b := make([]byte, nonceSize)
-	if _, err := rand.Read(b); err != nil {
-		return nil, fmt.Errorf("nonce: %w", err)
-	}
-	return b, nil
-}
+var ErrDenied = challenge.ErrDenied
 
 // clientHandshake runs the client side on rw.
 func clientHandshake(rw io.ReadWriter, secret []byte, purpose byte) error {
-	nc, err := nonce()
+	nc, err := challenge.Nonce()
 	if err != nil {
 		return err
 	}
@@ -76,10 +55,11 @@ func clientHandshake(rw io.ReadWriter, secret []byte, purpose byte) error {
 	if err != nil {
 		return err
 	}
-	if !hmac.Equal(serverMAC, mac(secret, labelServer, purpose, nc, ns)) {
-		return fmt.Errorf("%w: the server does not know the cluster secret", ErrDenied)
+	proof, err := challenge.Prove(secret, purpose, nc, ns, serverMAC)
+	if err != nil {
+		return err
 	}
-	if _, err := rw.Write(mac(secret, labelClient, purpose, ns, nc)); err != nil {
+	if _, err := rw.Write(proof); err != nil {
 		return fmt.Errorf("send proof: %w", err)
 	}
 	return nil
@@ -98,14 +78,14 @@ func serverHandshake(rw io.ReadWriter, secret []byte, purpose byte) error {
 	if gotPurpose != purpose {
 		return fmt.Errorf("%w: stream purpose %d, want %d", ErrDenied, gotPurpose, purpose)
 	}
-	ns, err := nonce()
+	ns, serverMAC, want, err := challenge.Answer(secret, purpose, nc)
 	if err != nil {
 		return err
 	}
 	answer := make([]byte, 0, answerSize)
 	answer = append(answer, magic...)
 	answer = append(answer, ns...)
-	answer = append(answer, mac(secret, labelServer, purpose, nc, ns)...)
+	answer = append(answer, serverMAC...)
 	if _, err := rw.Write(answer); err != nil {
 		return fmt.Errorf("send answer: %w", err)
 	}
@@ -113,7 +93,7 @@ func serverHandshake(rw io.ReadWriter, secret []byte, purpose byte) error {
 	if _, err := io.ReadFull(rw, proof); err != nil {
 		return fmt.Errorf("%w: read proof: %w", ErrDenied, err)
 	}
-	if !hmac.Equal(proof, mac(secret, labelClient, purpose, ns, nc)) {
+	if !challenge.Verify(proof, want) {
 		return fmt.Errorf("%w: the client does not know the cluster secret", ErrDenied)
 	}
 	return nil

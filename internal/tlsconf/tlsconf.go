@@ -96,8 +96,9 @@ type Options struct {
 }
 
 // PeerServer is the server side of mutual TLS between nodes: the client's
-// certificate must chain to the CA and, when names is not empty, carry one
-// of them (common name or DNS name).
+// certificate must chain to the CA, be a node certificate (not one made for
+// clients only) and, when names is not empty, carry one of them (common
+// name or DNS name).
 func (s *Store) PeerServer(names []string) (*tls.Config, error) {
 	if _, pool := s.current(); pool == nil {
 		return nil, errors.New("tls: peer TLS needs tls-ca-cert-file")
@@ -107,6 +108,10 @@ func (s *Store) PeerServer(names []string) (*tls.Config, error) {
 		// Every handshake picks up the files in force at that moment.
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			cert, pool := s.current()
+			if pool == nil {
+				// Go would verify against the system's roots.
+				return nil, errors.New("tls: no CA to verify peers against")
+			}
 			return &tls.Config{
 				MinVersion:            tls.VersionTLS12,
 				Certificates:          []tls.Certificate{*cert},
@@ -354,13 +359,12 @@ func verifyChain(certs []*x509.Certificate, pool *x509.CertPool, usage x509.ExtK
 	return nil
 }
 
-// pinNames returns a check that the peer's leaf certificate names one of
-// names (no check when names is empty).
+// pinNames returns the server side's check of a peer's leaf certificate:
+// it must be a node certificate, one that may also serve (a client
+// certificate the same CA signed for tls-auth-clients is no peer), and name
+// one of names when names is not empty.
 func pinNames(names []string) func([][]byte, [][]*x509.Certificate) error {
 	return func(raw [][]byte, _ [][]*x509.Certificate) error {
-		if len(names) == 0 {
-			return nil
-		}
 		var leaf *x509.Certificate
 		if len(raw) > 0 {
 			c, err := x509.ParseCertificate(raw[0])
@@ -368,6 +372,15 @@ func pinNames(names []string) func([][]byte, [][]*x509.Certificate) error {
 				return err
 			}
 			leaf = c
+		}
+		if leaf == nil {
+			return errors.New("tls: the peer sent no certificate")
+		}
+		if !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageServerAuth) && !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageAny) {
+			return fmt.Errorf("tls: peer certificate %q is a client certificate, not a node's", leaf.Subject.CommonName)
+		}
+		if len(names) == 0 {
+			return nil
 		}
 		return checkNames(leaf, names)
 	}

@@ -212,3 +212,47 @@ func TestClientServerAuthModes(t *testing.T) {
 		t.Error("CheckClient: verifying clients without a CA must be refused, and only then")
 	}
 }
+
+// Between nodes, only node certificates of the cluster's CA are peers: a
+// client certificate the same CA signed (for tls-auth-clients) is refused,
+// and so is a node certificate of another CA.
+func TestPeerServerAdmitsNodeCertificatesOnly(t *testing.T) {
+	dir := t.TempDir()
+	srvFiles, cliFiles := pki(t, dir, "a")
+	otherNode, _ := pki(t, dir, "b")
+	st, err := Load(srvFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := st.PeerServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := func(files Files) *tls.Config {
+		ps, err := Load(Files{Cert: files.Cert, Key: files.Key, CA: srvFiles.CA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ps.PeerClient(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if err := handshake(t, srv, peer(srvFiles)); err != nil {
+		t.Errorf("a node certificate of the CA: %v", err)
+	}
+	if err := handshake(t, srv, peer(cliFiles)); err == nil {
+		t.Error("a client certificate of the same CA was taken for a peer")
+	}
+	if err := handshake(t, srv, peer(otherNode)); err == nil {
+		t.Error("a node certificate of another CA was taken for a peer")
+	}
+	pinned, err := st.PeerServer([]string{"someone-else"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handshake(t, pinned, peer(srvFiles)); err == nil {
+		t.Error("a peer outside the pinned names was admitted")
+	}
+}
