@@ -3,6 +3,8 @@ package check
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -228,5 +230,43 @@ func TestLinearizableRestored(t *testing.T) {
 	}
 	if got := reg(append(slices.Clone(created), get(1, "1", 300, 310))); got != string(porcupine.Illegal) {
 		t.Fatalf("key created after the backup, still there: %s", got)
+	}
+}
+
+// Recheck finds the backup and the restore in a saved history and checks
+// with them; without them (IgnoringRestore) the undone writes are flagged.
+func TestRecheckWithRestore(t *testing.T) {
+	add := func(proc int, e int64, call, ret int64) Op {
+		return Op{Proc: proc, F: "sadd", Key: "set:full", Elem: e, Outcome: OK, N: 1, Call: call, Ret: ret}
+	}
+	ops := slices.Concat(
+		[]Op{add(0, 1, 0, 10), set(1, "1", 0, 10)},
+		backupOps(20, 30, map[string][]int64{"set:full": {1}}, map[string]string{"cas:0": "1"}),
+		[]Op{add(0, 2, 40, 50), cas(1, "1", "2", 1, 40, 50), restoreOp(7, OK, 100, 200),
+			add(0, 3, 300, 310), get(1, "1", 300, 310),
+			{Proc: FinalProc, F: "final", Key: "set:full", Members: []int64{1, 3}, Outcome: OK, Call: 400, Ret: 410}})
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, o := range ops {
+		enc.Encode(o.InvokeEvent())
+		enc.Encode(o.CompleteEvent())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "history.jsonl"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Recheck(dir, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Valid || rep.CAS == nil || rep.CAS.Result != string(porcupine.Ok) || rep.Restored["set:full"].GoneByRestore != 1 {
+		t.Fatalf("with the restore: %+v", rep)
+	}
+	rep, err = Recheck(dir, 10*time.Second, IgnoringRestore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Valid || rep.CAS.Result != string(porcupine.Illegal) || !slices.Equal(rep.Sets["set:full"].Lost, []int64{2}) {
+		t.Fatalf("ignoring the restore: %+v", rep)
 	}
 }
