@@ -89,6 +89,8 @@ type result struct {
 	Queue          *check.QueueResult `json:"queue,omitempty"`
 	TTL            *check.LinResult   `json:"ttl,omitempty"`
 	CAS            *check.LinResult   `json:"cas,omitempty"`
+	CASSwapped     int                `json:"cas_swapped,omitempty"` // CAS scripts answered 1
+	CASRefused     int                `json:"cas_refused,omitempty"` // ... answered 0
 	// Restore: the backup and restore of a restore run; SetRestored the
 	// set verdict with the restore point (Set then holds its SetResult).
 	Restore     *restoreStats            `json:"restore,omitempty"`
@@ -398,6 +400,12 @@ func runScenario(t *testing.T, sc scenario) result {
 			fail("CAS register check: %v", err)
 		}
 		res.CAS = &cr
+		for _, o := range check.ByKeyPrefix(ops, "cas:") {
+			if o.F == "cas" && o.Outcome == outOK {
+				res.CASSwapped += int(o.N)
+				res.CASRefused += int(1 - o.N)
+			}
+		}
 		verdicts = verdicts && cr.Result == string(porcupine.Ok)
 	}
 	if sc.Queue.Producers > 0 {
@@ -443,7 +451,8 @@ func summary(res result) string {
 		parts = append(parts, fmt.Sprintf("queue %+v", *q))
 	}
 	if c := res.CAS; c != nil {
-		parts = append(parts, fmt.Sprintf("CAS registers: porcupine %s over %d ops/%d keys (%d indeterminate)", c.Result, c.Operations, c.Keys, c.Indeterminate))
+		parts = append(parts, fmt.Sprintf("CAS registers: porcupine %s over %d ops/%d keys (%d indeterminate), %d swapped, %d refused",
+			c.Result, c.Operations, c.Keys, c.Indeterminate, res.CASSwapped, res.CASRefused))
 	}
 	if r := res.Restore; r != nil {
 		parts = append(parts, fmt.Sprintf("restore %+v", *r))
@@ -512,5 +521,23 @@ func assertSetTraffic(t *testing.T, res result) {
 	}
 	if linOps < 100 || acked < 100 {
 		t.Errorf("too little traffic to mean anything: %d linearizability ops, %d acknowledged adds", linOps, acked)
+	}
+}
+
+// assertCASTraffic: the register workload swapped and refused enough for
+// its verdict to mean anything.
+func assertCASTraffic(t *testing.T, res result) {
+	t.Helper()
+	if res.CAS == nil || res.CAS.Operations < 100 || res.CASSwapped < 100 || res.CASRefused < 100 {
+		t.Errorf("too little CAS traffic to mean anything: %+v, %d swapped, %d refused", res.CAS, res.CASSwapped, res.CASRefused)
+	}
+}
+
+// assertRestoreTraffic: the backup held acknowledged adds and the restore
+// undid some acknowledged after it, so both checks had something to see.
+func assertRestoreTraffic(t *testing.T, res result) {
+	t.Helper()
+	if s := res.SetRestored; s == nil || s.InBackup < 100 || s.GoneByRestore == 0 {
+		t.Errorf("the restore had nothing to show: %+v", s)
 	}
 }

@@ -118,6 +118,12 @@ func TestJepsen(t *testing.T) {
 			res := runScenario(t, sc)
 			assertValid(t, sc, res)
 			assertSetTraffic(t, res)
+			if m.CAS {
+				assertCASTraffic(t, res)
+			}
+			if m.Restore.on() {
+				assertRestoreTraffic(t, res)
+			}
 		})
 	}
 }
