@@ -374,7 +374,7 @@ func runScenario(t *testing.T, sc scenario) result {
 	if err != nil {
 		fail("restore: %v", err)
 	}
-	if sc.Restore.on() && (res.Restore == nil || !res.Restore.OK) {
+	if sc.Restore.on() && (res.Restore == nil || res.Restore.OK == 0) {
 		fail("no restore acknowledged: %+v", res.Restore)
 	}
 	if sc.Lin.Workers > 0 {

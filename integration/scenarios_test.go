@@ -64,13 +64,14 @@ var matrix = []matrixEntry{
 		Faults: []string{"partition-majority", "partition-leader", "kill-random", "pause-leader"}},
 	// Registers with a compare-and-set written in Lua (EVAL): the script
 	// must run as one step of the state machine on every replica.
-	{Name: "cas-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 39, CAS: true,
+	{Name: "cas-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 39, CAS: true, CI: true,
 		Faults: []string{"kill-random", "kill-leader", "pause-leader", "partition-majority", "partition-leader"}},
 	// A backup (raftset backup) restored (RAFT.RESTORE) into the running
-	// cluster while every workload and the nemesis go on.
-	{Name: "restore-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 40, CAS: true,
+	// cluster while every workload and the nemesis go on, and again while a
+	// node is down or paused.
+	{Name: "restore-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 40, CAS: true, CI: true,
 		Faults:  []string{"kill-random", "kill-leader", "pause-leader", "partition-majority"},
-		Restore: restorePlan{BackupAt: 0.3, RestoreAt: 0.6, Prefixes: []string{"lin:", "set:", "cas:"}}},
+		Restore: restorePlan{BackupAt: 0.3, RestoreAt: 0.5, RestoreInFaultAt: 0.7, Prefixes: []string{"lin:", "set:", "cas:"}}},
 }
 
 // ciTier: JEPSEN_TIER=ci runs only the rows marked CI, 40 s each unless

@@ -21,11 +21,15 @@ import (
 // restorePlan: take a backup of the running cluster with `raftset backup`
 // (SYNC) at BackupAt of the traffic phase, let the workloads go on, and
 // restore it with RAFT.RESTORE at RestoreAt, while the workloads and the
-// nemesis run. The checkers are told both points (check/restore.go):
-// writes acknowledged between the two may be gone afterwards, nothing else.
+// nemesis run; then, from RestoreInFaultAt, restore it once more as soon
+// as a node is down or paused (a kill or pause in force), so that a member
+// catches up on the restored state after it. The checkers are told every
+// point (check/restore.go): writes acknowledged between the backup and a
+// restore may be gone afterwards, nothing else.
 type restorePlan struct {
-	BackupAt  float64 `json:"backup_at"`  // fraction of the traffic phase
-	RestoreAt float64 `json:"restore_at"` // fraction of the traffic phase
+	BackupAt         float64 `json:"backup_at"`                     // fraction of the traffic phase
+	RestoreAt        float64 `json:"restore_at"`                    // fraction of the traffic phase
+	RestoreInFaultAt float64 `json:"restore_in_fault_at,omitempty"` // 0: no second restore
 	// Prefixes: the keys whose backed-up content goes into the history
 	// (the checked workloads' keys).
 	Prefixes []string `json:"prefixes"`
@@ -35,15 +39,18 @@ func (p restorePlan) on() bool { return p.RestoreAt > 0 }
 
 // restoreStats: what the backup and the restores did (result.json).
 type restoreStats struct {
-	BackupNode     string   `json:"backup_node"`
-	BackupAtMs     int64    `json:"backup_at_ms"` // since the start of the history
-	BackupTookMs   int64    `json:"backup_took_ms"`
-	BackupKeys     int      `json:"backup_keys"`     // every key in the file
-	BackupTries    int      `json:"backup_tries"`    // failed attempts before it
-	RestoreAtMs    int64    `json:"restore_at_ms"`   // the acknowledged attempt's call
-	RestoreTookMs  int64    `json:"restore_took_ms"` // ... and how long it took
-	RestoreReplies []string `json:"restore_attempts"`
-	OK             bool     `json:"restored"` // an attempt was acknowledged
+	BackupNode   string `json:"backup_node"`
+	BackupAtMs   int64  `json:"backup_at_ms"` // since the start of the history
+	BackupTookMs int64  `json:"backup_took_ms"`
+	BackupKeys   int    `json:"backup_keys"`  // every key in the file
+	BackupTries  int    `json:"backup_tries"` // failed attempts before it
+	// Restores: every RAFT.RESTORE attempt: "<leader> <outcome> at <ms>
+	// took <ms>: <error or keys>".
+	Restores []string `json:"restore_attempts"`
+	OK       int      `json:"restores_ok"` // attempts acknowledged
+	// InFault: what was down or paused when the second restore was sent
+	// ("" if no fault came in time).
+	InFault string `json:"restored_during_fault,omitempty"`
 }
 
 // restorer takes the backup and restores it, recording both in the
@@ -96,28 +103,57 @@ func (rs *restorer) run(ctx context.Context, start time.Time) restoreStats {
 		rs.rec.nemesis("restore-failed", err.Error())
 		return st
 	}
-	for ctx.Err() == nil && !st.OK {
+	rs.restoreUntilOK(ctx, data, &st)
+	if rs.plan.RestoreInFaultAt == 0 || !wait(rs.plan.RestoreInFaultAt) {
+		return st
+	}
+	for ctx.Err() == nil && st.InFault == "" {
+		st.InFault = rs.faultInForce()
+		if st.InFault == "" {
+			sleepCtx(ctx, 20*time.Millisecond)
+		}
+	}
+	if st.InFault != "" {
+		rs.logf("second restore while %s", st.InFault)
+		rs.restoreUntilOK(ctx, data, &st)
+	}
+	return st
+}
+
+// faultInForce names the nodes down or paused now ("" if none).
+func (rs *restorer) faultInForce() string {
+	var out []string
+	for _, id := range rs.cl.Nodes() {
+		switch {
+		case !rs.cl.Running(id):
+			out = append(out, id+" down")
+		case rs.cl.Paused(id):
+			out = append(out, id+" paused")
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// restoreUntilOK sends the file to the leader until an attempt is
+// acknowledged or ctx ends.
+func (rs *restorer) restoreUntilOK(ctx context.Context, data []byte, st *restoreStats) {
+	for ctx.Err() == nil {
 		leader := rs.cl.Leader(3 * time.Second)
 		if leader == "" {
 			continue
 		}
 		o := rs.restore(leader, data)
-		st.RestoreReplies = append(st.RestoreReplies, fmt.Sprintf("%s %s: %s%s", leader, o.Outcome, o.Err, okKeys(o)))
+		what := o.Err
 		if o.Outcome == outOK {
-			st.OK = true
-			st.RestoreAtMs, st.RestoreTookMs = o.Call/1e6, (o.Ret-o.Call)/1e6
-			break
+			what = fmt.Sprintf("%d keys", o.N)
+		}
+		st.Restores = append(st.Restores, fmt.Sprintf("%s %s at %d ms took %d ms: %s", leader, o.Outcome, o.Call/1e6, (o.Ret-o.Call)/1e6, what))
+		if o.Outcome == outOK {
+			st.OK++
+			return
 		}
 		sleepCtx(ctx, 300*time.Millisecond)
 	}
-	return st
-}
-
-func okKeys(o op) string {
-	if o.Outcome != outOK {
-		return ""
-	}
-	return fmt.Sprintf("%d keys", o.N)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
