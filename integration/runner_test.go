@@ -43,6 +43,8 @@ type scenario struct {
 	Set          setWorkload              `json:"set_workload,omitzero"`
 	Queue        queueWorkload            `json:"queue_workload,omitzero"`
 	TTL          ttlWorkload              `json:"ttl_workload,omitzero"`
+	CAS          casWorkload              `json:"cas_workload,omitzero"`
+	Restore      restorePlan              `json:"restore,omitzero"` // a backup restored into the running cluster
 	Checks       clusterChecks            `json:"cluster_checks"`
 	ClientTO     time.Duration            `json:"client_timeout_ns"`
 	Recovery     time.Duration            `json:"recovery_ns"`
@@ -89,6 +91,13 @@ type result struct {
 	Set            *check.SetResult   `json:"set,omitempty"`
 	Queue          *check.QueueResult `json:"queue,omitempty"`
 	TTL            *check.LinResult   `json:"ttl,omitempty"`
+	CAS            *check.LinResult   `json:"cas,omitempty"`
+	CASSwapped     int                `json:"cas_swapped,omitempty"` // CAS scripts answered 1
+	CASRefused     int                `json:"cas_refused,omitempty"` // ... answered 0
+	// Restore: the backup and restore of a restore run; SetRestored the
+	// set verdict with the restore point (Set then holds its SetResult).
+	Restore     *restoreStats            `json:"restore,omitempty"`
+	SetRestored *check.RestoredSetResult `json:"set_restored,omitempty"`
 	// TTLBounds: the clocks' uncertainty the TTL checker allowed (set when
 	// TTL keys or clock offsets are part of the run).
 	TTLBounds check.ClockBounds `json:"ttl_clock_bounds,omitzero"`
@@ -269,6 +278,18 @@ func runScenario(t *testing.T, sc scenario) result {
 	if sc.TTL.Workers > 0 {
 		wg.Go(func() { sc.TTL.run(ctx, rec, cl, ids, sc.Seed, sc.ClientTO) })
 	}
+	if sc.CAS.Workers > 0 {
+		wg.Go(func() { sc.CAS.run(ctx, rec, cl, ids, sc.Seed, sc.ClientTO) })
+	}
+	if sc.Restore.on() {
+		rs := &restorer{plan: sc.Restore, cl: cl, rec: rec, ids: ids, bin: raftsetBinary(t), dir: dir,
+			total: sc.Duration, logf: t.Logf}
+		start := time.Now()
+		wg.Go(func() {
+			st := rs.run(ctx, start)
+			res.Restore = &st
+		})
+	}
 	wg.Go(func() {
 		nm := &nemesis{cl: cl, rec: rec, logf: t.Logf}
 		res.Nemesis = nm.run(ctx, sc.Schedule)
@@ -352,18 +373,43 @@ func runScenario(t *testing.T, sc scenario) result {
 		}
 	}
 	verdicts := true
+	restored, err := check.RestoreOf(ops)
+	if err != nil {
+		fail("restore: %v", err)
+	}
+	if sc.Restore.on() && (res.Restore == nil || res.Restore.OK == 0) {
+		fail("no restore acknowledged: %+v", res.Restore)
+	}
 	if sc.Lin.Workers > 0 {
-		lr, err := check.Linearizable(check.ByKeyPrefix(ops, "lin:"), filepath.Join(dir, "linearizability.html"), sc.CheckLimit)
+		lr, err := check.LinearizableRestored(check.ByKeyPrefix(ops, "lin:"), restored, filepath.Join(dir, "linearizability.html"), sc.CheckLimit)
 		if err != nil {
 			fail("linearizability check: %v", err)
 		}
 		res.Lin = &lr
 		verdicts = verdicts && lr.Result == string(porcupine.Ok)
 	}
-	if sc.Set.Workers > 0 {
+	if sc.Set.Workers > 0 && restored != nil {
+		sr := check.SetRestored(adds, setFinals, restored, sc.Set.Key)
+		res.Set, res.SetRestored = &sr.SetResult, &sr
+		verdicts = verdicts && sr.OK()
+	} else if sc.Set.Workers > 0 {
 		sr := check.Set(adds, setFinals)
 		res.Set = &sr
 		verdicts = verdicts && sr.OK()
+	}
+	if sc.CAS.Workers > 0 {
+		cr, err := check.RegisterRestored(check.ByKeyPrefix(ops, "cas:"), restored, filepath.Join(dir, "cas.html"), sc.CheckLimit)
+		if err != nil {
+			fail("CAS register check: %v", err)
+		}
+		res.CAS = &cr
+		for _, o := range check.ByKeyPrefix(ops, "cas:") {
+			if o.F == "cas" && o.Outcome == outOK {
+				res.CASSwapped += int(o.N)
+				res.CASRefused += int(1 - o.N)
+			}
+		}
+		verdicts = verdicts && cr.Result == string(porcupine.Ok)
 	}
 	if sc.Queue.Producers > 0 {
 		q := check.Queue(check.ByKeyPrefix(ops, sc.Queue.Key), queueFinals)
@@ -407,6 +453,17 @@ func summary(res result) string {
 	if q := res.Queue; q != nil {
 		parts = append(parts, fmt.Sprintf("queue %+v", *q))
 	}
+	if c := res.CAS; c != nil {
+		parts = append(parts, fmt.Sprintf("CAS registers: porcupine %s over %d ops/%d keys (%d indeterminate), %d swapped, %d refused",
+			c.Result, c.Operations, c.Keys, c.Indeterminate, res.CASSwapped, res.CASRefused))
+	}
+	if r := res.Restore; r != nil {
+		parts = append(parts, fmt.Sprintf("restore %+v", *r))
+	}
+	if s := res.SetRestored; s != nil {
+		parts = append(parts, fmt.Sprintf("set with restore: %d in backup, %d gone by restore, %d survived, %d missing from backup, %d too new in backup",
+			s.InBackup, s.GoneByRestore, len(s.Survived), len(s.BackupMissing), len(s.BackupTooNew)))
+	}
 	if l := res.TTL; l != nil {
 		parts = append(parts, fmt.Sprintf("TTL %+v (bounds %+v, %d alive / %d gone reads; with exact clocks %q)",
 			*l, res.TTLBounds, res.TTLAlive, res.TTLGone, res.TTLExactClocks))
@@ -437,6 +494,12 @@ func assertValid(t *testing.T, sc scenario, res result) {
 	if res.Queue != nil && !res.Queue.OK() {
 		t.Errorf("queue workload: %+v", *res.Queue)
 	}
+	if res.SetRestored != nil && !res.SetRestored.OK() {
+		t.Errorf("set workload with a restore: %+v", *res.SetRestored)
+	}
+	if res.CAS != nil && res.CAS.Result != string(porcupine.Ok) {
+		t.Errorf("CAS registers: porcupine %s (see %s)", res.CAS.Result, res.CAS.Visualization)
+	}
 	if res.TTL != nil && res.TTL.Result != string(porcupine.Ok) {
 		t.Errorf("TTL keys: porcupine %s (see %s)", res.TTL.Result, res.TTL.Visualization)
 	}
@@ -461,5 +524,23 @@ func assertSetTraffic(t *testing.T, res result) {
 	}
 	if linOps < 100 || acked < 100 {
 		t.Errorf("too little traffic to mean anything: %d linearizability ops, %d acknowledged adds", linOps, acked)
+	}
+}
+
+// assertCASTraffic: the register workload swapped and refused enough for
+// its verdict to mean anything.
+func assertCASTraffic(t *testing.T, res result) {
+	t.Helper()
+	if res.CAS == nil || res.CAS.Operations < 100 || res.CASSwapped < 100 || res.CASRefused < 100 {
+		t.Errorf("too little CAS traffic to mean anything: %+v, %d swapped, %d refused", res.CAS, res.CASSwapped, res.CASRefused)
+	}
+}
+
+// assertRestoreTraffic: the backup held acknowledged adds and the restore
+// undid some acknowledged after it, so both checks had something to see.
+func assertRestoreTraffic(t *testing.T, res result) {
+	t.Helper()
+	if s := res.SetRestored; s == nil || s.InBackup < 100 || s.GoneByRestore == 0 {
+		t.Errorf("the restore had nothing to show: %+v", s)
 	}
 }

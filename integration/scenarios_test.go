@@ -27,6 +27,10 @@ type matrixEntry struct {
 	TLSCluster bool
 	// CI: part of the CI tier (.ci/run, make jepsen-ci).
 	CI bool
+	// CAS: the register workload (Lua compare-and-set) runs too.
+	CAS bool
+	// Restore: a backup is taken and restored into the running cluster.
+	Restore restorePlan
 }
 
 // snapshotArgs make every node snapshot and compact often, so that a node
@@ -65,6 +69,16 @@ var matrix = []matrixEntry{
 		Faults: []string{"partition-majority", "partition-leader", "kill-leader", "remove-random", "pause-leader"}},
 	{Name: "docker-partition-kill", Backend: "docker", Nodes: 3, Duration: time.Minute, Seed: 37, CI: true,
 		Faults: []string{"partition-majority", "partition-leader", "kill-random", "pause-leader"}},
+	// Registers with a compare-and-set written in Lua (EVAL): the script
+	// must run as one step of the state machine on every replica.
+	{Name: "cas-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 39, CAS: true, CI: true,
+		Faults: []string{"kill-random", "kill-leader", "pause-leader", "partition-majority", "partition-leader"}},
+	// A backup (raftset backup) restored (RAFT.RESTORE) into the running
+	// cluster while every workload and the nemesis go on, and again while a
+	// node is down or paused.
+	{Name: "restore-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 40, CAS: true, CI: true,
+		Faults:  []string{"kill-random", "kill-leader", "pause-leader", "partition-majority"},
+		Restore: restorePlan{BackupAt: 0.3, RestoreAt: 0.5, RestoreInFaultAt: 0.7, Prefixes: []string{"lin:", "set:", "cas:"}}},
 }
 
 // ciTier: JEPSEN_TIER=ci runs only the rows marked CI, 40 s each unless
@@ -89,6 +103,13 @@ func (m matrixEntry) scenario(t *testing.T) scenario {
 		sc.Lin.Workers, sc.Set.Workers = 10, 5
 		sc.Lin.GroupSize = 5
 	}
+	if m.CAS {
+		// Shaped like the per-key sets: two groups sharing a key, a
+		// fresh key every 150 ops, one pinned worker per node.
+		sc.CAS = casWorkload{Workers: sc.Lin.Workers, GroupSize: sc.Lin.GroupSize, OpsPerKey: 150, Values: 5,
+			MaxOps: 100000, Pinned: m.Nodes}
+	}
+	sc.Restore = m.Restore
 	return sc
 }
 
@@ -105,6 +126,12 @@ func TestJepsen(t *testing.T) {
 			res := runScenario(t, sc)
 			assertValid(t, sc, res)
 			assertSetTraffic(t, res)
+			if m.CAS {
+				assertCASTraffic(t, res)
+			}
+			if m.Restore.on() {
+				assertRestoreTraffic(t, res)
+			}
 		})
 	}
 }

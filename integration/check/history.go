@@ -44,7 +44,9 @@ type Event struct {
 	Err   string `json:"err,omitempty"`
 	Node  string `json:"node,omitempty"`
 	Value string `json:"value,omitempty"`
-	T     int64  `json:"t"`
+	// Expect: a compare-and-set's expected value (Value is its new one).
+	Expect string `json:"expect,omitempty"`
+	T      int64  `json:"t"`
 }
 
 // NemesisProc is the process id of nemesis events; FinalProc of the final
@@ -57,13 +59,14 @@ const (
 // Op is one completed client operation.
 type Op struct {
 	Proc      int
-	F         string // sadd, srem, sismember, smembers, spop, final, set, expire, get, ttl, pttl
+	F         string // sadd, srem, sismember, smembers, spop, final, set, expire, get, ttl, pttl, cas, backup, restore
 	Key       string
 	Elem      int64 // SADD/SREM/SISMEMBER argument; SPOP's reply
 	Outcome   Outcome
 	N         int64   // integer reply
 	Members   []int64 // SMEMBERS (and final) reply
-	Value     string  // SET's argument; GET's reply
+	Value     string  // SET's and CAS's (new) argument; GET's reply; a string key's backed-up value
+	Expect    string  // CAS's expected value
 	Nil       bool    // GET or SPOP answered nil
 	TTLms     int64   // SET PX / PEXPIRE argument in ms; 0 none
 	Call, Ret int64
@@ -83,8 +86,11 @@ func (o Op) InvokeEvent() Event {
 		el := o.Elem
 		e.Elem = &el
 	}
-	if o.F == "set" {
+	if o.F == "set" || o.F == "cas" {
 		e.Value = o.Value
+	}
+	if o.F == "cas" {
+		e.Expect = o.Expect
 	}
 	return e
 }
@@ -98,14 +104,14 @@ func (o Op) CompleteEvent() Event {
 	switch {
 	case o.Nil:
 		e.Nil = true
-	case o.F == "smembers" || o.F == "final":
+	case o.F == "smembers" || o.F == "final" || o.F == "backup" && o.Key != "" && o.Members != nil:
 		e.Out = o.Members
 		if o.Members == nil {
 			e.Out = []int64{}
 		}
 	case o.F == "spop":
 		e.Out = o.Elem
-	case o.F == "get":
+	case o.F == "get" || o.F == "backup" && o.Key != "":
 		e.Out = o.Value
 	case o.F == "set":
 		e.Out = "OK"
@@ -160,7 +166,7 @@ func Ops(events []Event) ([]Op, []Event, error) {
 			if _, busy := open[e.Proc]; busy {
 				return nil, nil, fmt.Errorf("event %d: process %d invokes %s with an operation in flight", e.Index, e.Proc, e.F)
 			}
-			o := Op{Proc: e.Proc, F: e.F, Key: e.Key, Value: e.Value, TTLms: e.TTLms, Call: e.T, Node: e.Node}
+			o := Op{Proc: e.Proc, F: e.F, Key: e.Key, Value: e.Value, Expect: e.Expect, TTLms: e.TTLms, Call: e.T, Node: e.Node}
 			if e.Elem != nil {
 				o.Elem = *e.Elem
 			}
@@ -207,7 +213,7 @@ func (o *Op) setOutput(e Event) error {
 			o.N = int64(v)
 		}
 	case string:
-		if o.F == "get" {
+		if o.F == "get" || o.F == "backup" {
 			o.Value = v
 		}
 	case []any:

@@ -21,9 +21,13 @@ type Report struct {
 	Sets       map[string]SetResult   `json:"set,omitempty"`
 	Queues     map[string]QueueResult `json:"queue,omitempty"`
 	TTL        *LinResult             `json:"ttl,omitempty"`
-	Bounds     *ClockBounds           `json:"ttl_clock_bounds,omitempty"`
-	Problems   []string               `json:"problems"`
-	Valid      bool                   `json:"valid"`
+	CAS        *LinResult             `json:"cas,omitempty"`
+	// Restored: the set verdicts with the restore point (Sets then hold
+	// their SetResult), when the history has a backup.
+	Restored map[string]RestoredSetResult `json:"set_restored,omitempty"`
+	Bounds   *ClockBounds                 `json:"ttl_clock_bounds,omitempty"`
+	Problems []string                     `json:"problems"`
+	Valid    bool                         `json:"valid"`
 }
 
 // Recheck re-reads dir/history.jsonl and runs every checker that applies,
@@ -45,9 +49,16 @@ func Recheck(dir string, timeout time.Duration, opts ...RecheckOption) (Report, 
 	}
 	rep.Operations, rep.Nemesis = len(ops), len(nemesis)
 	problem := func(format string, args ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(format, args...)) }
+	restored, err := RestoreOf(ops)
+	if err != nil {
+		problem("restore: %v", err)
+	}
+	if cfg.ignoreRestore {
+		restored = nil
+	}
 
 	if lin := ByKeyPrefix(ops, "lin:"); len(lin) > 0 {
-		r, err := Linearizable(lin, filepath.Join(dir, "recheck-linearizability.html"), timeout)
+		r, err := LinearizableRestored(lin, restored, filepath.Join(dir, "recheck-linearizability.html"), timeout)
 		if err != nil {
 			return rep, err
 		}
@@ -72,8 +83,21 @@ func Recheck(dir string, timeout time.Duration, opts ...RecheckOption) (Report, 
 			rep.Sets = map[string]SetResult{}
 		}
 		r := Set(adds, finals)
+		ok := r.OK()
+		if restored != nil {
+			rr := SetRestored(adds, finals, restored, key)
+			if rep.Restored == nil {
+				rep.Restored = map[string]RestoredSetResult{}
+			}
+			rep.Restored[key] = rr
+			r, ok = rr.SetResult, rr.OK()
+			if len(rr.Survived)+len(rr.BackupMissing)+len(rr.BackupTooNew) > 0 {
+				problem("set %s with a restore: %d survived the restore, %d missing from the backup, %d too new in the backup",
+					key, len(rr.Survived), len(rr.BackupMissing), len(rr.BackupTooNew))
+			}
+		}
 		rep.Sets[key] = r
-		if !r.OK() {
+		if !ok {
 			problem("set %s: %d lost, %d unexpected, %d failed but present, final reads differ: %v",
 				key, len(r.Lost), len(r.Unexpected), len(r.FailedPresent), r.FinalDiffer)
 		}
@@ -99,6 +123,16 @@ func Recheck(dir string, timeout time.Duration, opts ...RecheckOption) (Report, 
 			problem("queue %s: %d lost, %d duplicated, %d unexpected", key, r.Lost, len(r.Duplicated), len(r.Unexpected))
 		}
 	}
+	if cas := ByKeyPrefix(ops, "cas:"); len(cas) > 0 {
+		r, err := RegisterRestored(cas, restored, filepath.Join(dir, "recheck-cas.html"), timeout)
+		if err != nil {
+			return rep, err
+		}
+		rep.CAS = &r
+		if r.Result != string(porcupine.Ok) {
+			problem("CAS registers: porcupine %s (%s)", r.Result, r.Visualization)
+		}
+	}
 	if ttl := ByKeyPrefix(ops, "ttl:"); len(ttl) > 0 {
 		b := Bounds(nemesis)
 		if cfg.bounds != nil {
@@ -114,8 +148,8 @@ func Recheck(dir string, timeout time.Duration, opts ...RecheckOption) (Report, 
 			problem("TTL keys: porcupine %s (%s)", r.Result, r.Visualization)
 		}
 	}
-	if rep.Lin == nil && rep.Sets == nil && rep.Queues == nil && rep.TTL == nil {
-		problem("no workload recognised (keys lin:, set:, queue:, ttl:)")
+	if rep.Lin == nil && rep.Sets == nil && rep.Queues == nil && rep.TTL == nil && rep.CAS == nil {
+		problem("no workload recognised (keys lin:, set:, queue:, ttl:, cas:)")
 	}
 	rep.Valid = len(rep.Problems) == 0
 	return rep, nil
@@ -124,7 +158,17 @@ func Recheck(dir string, timeout time.Duration, opts ...RecheckOption) (Report, 
 // RecheckOption changes what Recheck assumes.
 type RecheckOption func(*recheckConfig)
 
-type recheckConfig struct{ bounds *ClockBounds }
+type recheckConfig struct {
+	bounds        *ClockBounds
+	ignoreRestore bool
+}
+
+// IgnoringRestore checks as if the history had no backup and no restore:
+// on a run that restored a backup, the writes the restore undid then show
+// as violations (how the restore point matters).
+func IgnoringRestore() RecheckOption {
+	return func(c *recheckConfig) { c.ignoreRestore = true }
+}
 
 // WithClockBounds checks TTL keys with b instead of the bounds recorded in
 // the history.

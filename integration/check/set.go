@@ -18,6 +18,7 @@ type setIn struct {
 	F    string
 	Key  string
 	Elem int64
+	Mask uint64 // restore: the key's members in the backup (restore.go)
 }
 
 type setOut struct {
@@ -51,6 +52,8 @@ var SetModel = porcupine.Model{
 			return o.N == int64(st>>uint(i.Elem)&1), st
 		case "smembers":
 			return o.Mask == st, st
+		case "restore":
+			return true, i.Mask
 		}
 		return false, st
 	},
@@ -68,6 +71,9 @@ var SetModel = porcupine.Model{
 		}
 		if i.F == "smembers" {
 			return fmt.Sprintf("SMEMBERS %s -> %s", i.Key, res)
+		}
+		if i.F == "restore" {
+			return fmt.Sprintf("RESTORE %s=%s -> %s", i.Key, maskString(i.Mask), res)
 		}
 		return fmt.Sprintf("%s %s %d -> %s", strings.ToUpper(i.F), i.Key, i.Elem, res)
 	},

@@ -1,6 +1,6 @@
 // Command recheck checks a saved Jepsen-suite history again:
 //
-//	go run ./integration/cmd/recheck [-timeout 2m] [-clock-offset d] ARTIFACT-DIR
+//	go run ./integration/cmd/recheck [-timeout 2m] [-clock-offset d] [-ignore-restore] ARTIFACT-DIR
 //
 // It reads ARTIFACT-DIR/history.jsonl, runs every checker that applies
 // (porcupine over the per-key sets and the TTL keys, the set and queue
@@ -9,6 +9,8 @@
 // (recheck-linearizability.html, recheck-ttl.html) for a history that is
 // not linearizable. -clock-offset replaces the clock offsets recorded in
 // the history for the TTL check (to see what a tighter model would say).
+// A history with a backup restored into it (keys cas: too) is checked with
+// the restore point; -ignore-restore checks it as if there were none.
 // Exit status: 0 valid, 1 anomalies found, 2 usage or I/O error.
 package main
 
@@ -32,11 +34,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	timeout := fs.Duration("timeout", 2*time.Minute, "porcupine's time limit per check (0: none)")
 	offset := fs.String("clock-offset", "", "check TTL keys as if one node's clock had this offset instead of the recorded ones")
+	ignoreRestore := fs.Bool("ignore-restore", false, "check as if the history had no backup and no restore")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: recheck [-timeout d] [-clock-offset d] ARTIFACT-DIR")
+		fmt.Fprintln(stderr, "usage: recheck [-timeout d] [-clock-offset d] [-ignore-restore] ARTIFACT-DIR")
 		return 2
 	}
 	var opts []check.RecheckOption
@@ -47,6 +50,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		opts = append(opts, check.WithClockBounds(check.BoundsFor(d)))
+	}
+	if *ignoreRestore {
+		opts = append(opts, check.IgnoringRestore())
 	}
 	rep, err := check.Recheck(fs.Arg(0), *timeout, opts...)
 	if err != nil {
