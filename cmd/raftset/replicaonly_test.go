@@ -29,7 +29,7 @@ func TestFailoverClientReplicaOnly(t *testing.T) {
 	ctx := context.Background()
 	opts := func(replica bool) *redis.FailoverOptions {
 		return &redis.FailoverOptions{MasterName: "raftset", SentinelAddrs: sentinels, ReplicaOnly: replica,
-			DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: 3}
+			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, MaxRetries: 3}
 	}
 	master, reader := redis.NewFailoverClient(opts(false)), redis.NewFailoverClient(opts(true))
 	defer master.Close()
