@@ -16,7 +16,6 @@ import (
 	"raftset/internal/certgen"
 	"raftset/internal/command"
 	"raftset/internal/testutil"
-	"raftset/internal/tlsconf"
 )
 
 // forger is a process that is no member of the cluster but speaks Raft with
@@ -135,20 +134,7 @@ func TestForgedRaftRPCsNeedACertificate(t *testing.T) {
 // mutual TLS over it.
 func peerTLS(t *testing.T, dir string, ca certgen.Pair, name string) *PeerTLS {
 	t.Helper()
-	node, err := certgen.NewNode(ca, certgen.NodeSpec{Name: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := tlsconf.Files{Cert: filepath.Join(dir, name+".crt"), Key: filepath.Join(dir, name+".key"), CA: filepath.Join(dir, name+"-ca.crt")}
-	for f, b := range map[string][]byte{files.Cert: node.CertPEM, files.Key: node.KeyPEM, files.CA: ca.CertPEM} {
-		if err := os.WriteFile(f, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st, err := tlsconf.Load(files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := testutil.NodeCertStore(t, dir, ca, name)
 	srv, err := st.PeerServer(nil)
 	if err != nil {
 		t.Fatal(err)

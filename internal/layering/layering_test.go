@@ -124,7 +124,7 @@ var rules = []rule{
 			"github.com/prometheus/client_golang/prometheus/promhttp", "github.com/hashicorp/go-metrics/compat"},
 		notDeps: append([]string{"raftset/cluster", "raftset/resp", "raftset/fsm"}, raftPkgs...)},
 	{pkg: "internal/testutil",
-		may: []string{"internal/respwire"},
+		may: []string{"internal/respwire", "internal/certgen", "internal/tlsconf"},
 		ext: []string{"github.com/hashicorp/go-hclog"}},
 	{pkg: "internal/layering"},
 	{pkg: "integration",

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"raftset/internal/certgen"
+	"raftset/internal/testutil"
 	"raftset/internal/tlsconf"
 )
 
@@ -194,21 +193,7 @@ func TestOpenNeedsCredentials(t *testing.T) {
 // store of the node's files.
 func writeCerts(t *testing.T, dir string, ca certgen.Pair, name string) *tlsconf.Store {
 	t.Helper()
-	node, err := certgen.NewNode(ca, certgen.NodeSpec{Name: name, IPs: []net.IP{net.ParseIP("127.0.0.1")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := tlsconf.Files{Cert: filepath.Join(dir, name+".crt"), Key: filepath.Join(dir, name+".key"), CA: filepath.Join(dir, name+"-ca.crt")}
-	for f, b := range map[string][]byte{files.Cert: node.CertPEM, files.Key: node.KeyPEM, files.CA: ca.CertPEM} {
-		if err := os.WriteFile(f, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st, err := tlsconf.Load(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return testutil.NodeCertStore(t, dir, ca, name)
 }
 
 func tlsLayer(t *testing.T, st *tlsconf.Store, pinned []string) *StreamLayer {
