@@ -64,6 +64,7 @@ type Node struct {
 	st nodeStats
 
 	activeExpire atomic.Bool
+	ev           evictState // maxmemory (evict.go)
 	bgsave       atomic.Bool
 	saveMu       sync.Mutex // one snapshot request at a time
 	lastSave     atomic.Int64
@@ -136,6 +137,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	n.pool.timeout = cfg.ApplyTimeout + cfg.BarrierTimeout
 	n.queries.timeout = appliedQueryTimeout
 	n.activeExpire.Store(true)
+	n.ev.wake = make(chan struct{}, 1)
 	n.lastSave.Store(n.started.Unix())
 
 	var trans raft.Transport
@@ -316,7 +318,7 @@ func (n *Node) bootstrapConfiguration(self raft.ServerAddress) raft.Configuratio
 func (n *Node) startLoops() {
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(10)
+	n.wg.Add(11)
 	go n.runClock()
 	go n.runFormats()
 	go n.runDefrag()
@@ -325,6 +327,7 @@ func (n *Node) startLoops() {
 	go n.runCompleter()
 	go n.runReadBarrier()
 	go n.runExpiry()
+	go n.runEvictor()
 	go n.runMembership()
 	go n.runSwitchNotices()
 }

@@ -31,7 +31,6 @@ type accounting struct {
 	acc   []uint32 // access statistic per position; atomic (reads update it under the read lock)
 	dirty []int    // positions written since the last flush
 	total int64    // sum of sz
-	used  atomic.Int64
 
 	rnd atomic.Uint64 // LFU's probabilistic increment (node-local: decides nothing replicated)
 }
@@ -79,7 +78,6 @@ func (a *accounting) mark(pos int) { a.dirty = append(a.dirty, pos) }
 
 func (a *accounting) reset() {
 	a.sz, a.acc, a.dirty, a.total = nil, nil, nil, 0
-	a.used.Store(0)
 }
 
 // flush re-measures the positions written since the last flush.
@@ -93,7 +91,6 @@ func (a *accounting) flush(ks *keyspace) {
 		a.sz[p] = s
 	}
 	a.dirty = a.dirty[:0]
-	a.used.Store(a.total)
 }
 
 // keyBytes is the accounted size of the key at pos: its bytes, its value's

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"raftset/internal/command"
 )
@@ -176,20 +177,64 @@ func parseEvictAux(s string) (EvictConfig, bool) {
 	return e, true
 }
 
-// EvictConfig returns the replicated maxmemory configuration.
+// memoryState is what the leader checks before proposing each write,
+// published after every applied entry so that the check takes no lock (the
+// proposer must not wait behind Apply).
+type memoryState struct {
+	used atomic.Int64
+	cfg  atomic.Pointer[EvictConfig]
+}
+
+// publishMemory publishes the keyspace's accounted total and maxmemory
+// settings; f.mu is held.
+func (f *FSM) publishMemory() {
+	ks := f.ks
+	f.mem.used.Store(ks.acct.total)
+	if c := f.mem.cfg.Load(); c == nil || *c != ks.evict {
+		e := ks.evict
+		f.mem.cfg.Store(&e)
+	}
+}
+
+// EvictConfig returns the replicated maxmemory configuration as of the last
+// applied entry. It takes no lock.
 func (f *FSM) EvictConfig() EvictConfig {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.ks.evict
+	if c := f.mem.cfg.Load(); c != nil {
+		return *c
+	}
+	return DefaultEvictConfig()
 }
 
 // UsedMemory is the accounted size of the dataset (access.go) as of the
 // last applied entry: the measure maxmemory bounds. It takes no lock.
-func (f *FSM) UsedMemory() int64 {
+func (f *FSM) UsedMemory() int64 { return f.mem.used.Load() }
+
+// AvgTTL estimates the average remaining time to live, in ms, of the keys
+// with a deadline, from up to 100 of them spread over the deadline index
+// (INFO keyspace's avg_ttl; Redis estimates it from its expiry samples).
+func (f *FSM) AvgTTL(nowMs int64) int64 {
 	f.mu.RLock()
+	defer f.mu.RUnlock()
 	ks := f.ks
-	f.mu.RUnlock()
-	return ks.acct.used.Load()
+	n := ks.vol.Len()
+	if n == 0 {
+		return 0
+	}
+	now := max(nowMs, ks.now)
+	step := max(n/100, 1)
+	var sum, cnt int64
+	for i := 0; i < n; i += step {
+		if pos := ks.find(ks.vol.At(i)); pos >= 0 {
+			if e := ks.exp(pos); e > now {
+				sum += e - now
+			}
+			cnt++
+		}
+	}
+	if cnt == 0 {
+		return 0
+	}
+	return sum / cnt
 }
 
 // Counters are the node's key statistics for INFO stats.

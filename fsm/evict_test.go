@@ -26,7 +26,7 @@ func checkAccounting(t *testing.T, f *FSM) {
 		}
 		total += want
 	}
-	if got := ks.acct.used.Load(); got != total {
+	if got := ks.acct.total; got != total {
 		t.Fatalf("accounted total %d, keys sum to %d", got, total)
 	}
 }

@@ -71,7 +71,8 @@ type FSM struct {
 
 	scripts scriptState // Lua interpreters and compiled scripts (cmd_script.go)
 
-	counters counters // INFO stats (access.go)
+	counters counters    // INFO stats (access.go)
+	mem      memoryState // the accounted memory and maxmemory settings, lock-free (evict.go)
 }
 
 var (
@@ -102,6 +103,7 @@ func New(cfg Config) *FSM {
 	if cfg.Evict != (EvictConfig{}) {
 		f.ks.evict = cfg.Evict
 	}
+	f.publishMemory()
 	f.nodes.Store(&map[string]string{})
 	f.users = newUsers()
 	f.noUsers = f.users.Marshal()
@@ -185,6 +187,7 @@ func (f *FSM) applyLocked(l *raft.Log, e *command.Entry) *ApplyResult {
 		start = end
 	}
 	f.ks.acct.flush(f.ks)
+	f.publishMemory()
 	return res
 }
 

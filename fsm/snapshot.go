@@ -307,6 +307,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.ks = ks
+	f.publishMemory()
 	f.nodes.Store(&nodes)
 	f.mu.Unlock()
 	f.auxMu.Lock()
@@ -359,6 +360,7 @@ func (f *FSM) LoadRDB(r io.Reader, opts LoadOptions) (int, error) {
 	ks.acct.flush(ks)
 	ks.acct.resetAccess(ks.now, ks.evict.Policy.lfu())
 	f.ks = ks
+	f.publishMemory()
 	return ks.Len(), nil
 }
 

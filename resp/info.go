@@ -38,7 +38,7 @@ func (c *client) cmdInfo(dst []byte, args [][]byte) []byte {
 	}
 	needStore := all
 	for name := range want {
-		if name != "server" && name != "clients" && name != "stats" {
+		if name != "server" && name != "clients" {
 			needStore = true
 		}
 	}
