@@ -497,7 +497,9 @@ func (n *Node) configSet(ctx context.Context, args [][]byte) []byte {
 		}
 	}
 	if len(ops) > 0 {
-		for _, r := range n.w.submit(ctx, ops, true) {
+		// Write, not the proposer directly: a follower forwards the change
+		// to the leader.
+		for _, r := range n.Write(ctx, ops) {
 			if command.IsError(r) {
 				return r
 			}
