@@ -497,9 +497,15 @@ func (n *Node) configSet(ctx context.Context, args [][]byte) []byte {
 		}
 	}
 	if len(ops) > 0 {
-		// Write, not the proposer directly: a follower forwards the change
-		// to the leader.
-		for _, r := range n.Write(ctx, ops) {
+		// A follower forwards the change to the leader (which prepares it
+		// as any write); the leader proposes it as it is.
+		var replies [][]byte
+		if _, addr := n.leaderClient(); n.raft.State() != raft.Leader && !n.isClosing() && addr != "" {
+			replies = n.Write(ctx, ops)
+		} else {
+			replies = n.w.submit(ctx, ops, true)
+		}
+		for _, r := range replies {
 			if command.IsError(r) {
 				return r
 			}
