@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"raftset/fsm"
 	"raftset/internal/command"
 	"raftset/internal/glob"
 )
@@ -338,8 +339,34 @@ func configParams() []configParam {
 		{name: "appendonly", get: accepted("appendonly", "no"), check: checkYesNo, apply: accept("appendonly")},
 		{name: "save", get: accepted("save", ""), check: checkSave, apply: accept("save")},
 		{name: "databases", get: readOnly("1")},
-		{name: "maxmemory", get: readOnly("0")},
-		{name: "maxmemory-policy", get: readOnly("noeviction")},
+		// maxmemory is replicated like set-max-*: every node must agree on
+		// the bound (evict.go, docs/cache.md).
+		{name: "maxmemory", get: evictGet(func(c fsm.EvictConfig) string { return strconv.FormatInt(c.MaxMemory, 10) }),
+			replicated: true, check: evictCheck("maxmemory")},
+		{name: "maxmemory-policy", get: evictGet(func(c fsm.EvictConfig) string { return c.Policy.String() }),
+			replicated: true, check: evictCheck("maxmemory-policy")},
+		{name: "maxmemory-samples", get: evictGet(func(c fsm.EvictConfig) string { return strconv.Itoa(c.Samples) }),
+			replicated: true, check: evictCheck("maxmemory-samples")},
+		{name: "maxmemory-eviction-tenacity", get: evictGet(func(c fsm.EvictConfig) string { return strconv.Itoa(c.Tenacity) }),
+			replicated: true, check: evictCheck("maxmemory-eviction-tenacity")},
+	}
+}
+
+func evictGet(f func(fsm.EvictConfig) string) func(n *Node) string {
+	return func(n *Node) string {
+		if ev := n.evictor(); ev != nil {
+			return f(ev.EvictConfig())
+		}
+		return f(fsm.DefaultEvictConfig())
+	}
+}
+
+func evictCheck(name string) func(v string) error {
+	return func(v string) error {
+		if _, msg := fsm.CheckEvictParam(name, v); msg != "" {
+			return errors.New(msg)
+		}
+		return nil
 	}
 }
 
@@ -470,7 +497,15 @@ func (n *Node) configSet(ctx context.Context, args [][]byte) []byte {
 		}
 	}
 	if len(ops) > 0 {
-		for _, r := range n.w.submit(ctx, ops, true) {
+		// A follower forwards the change to the leader (which prepares it
+		// as any write); the leader proposes it as it is.
+		var replies [][]byte
+		if _, addr := n.leaderClient(); n.raft.State() != raft.Leader && !n.isClosing() && addr != "" {
+			replies = n.Write(ctx, ops)
+		} else {
+			replies = n.w.submit(ctx, ops, true)
+		}
+		for _, r := range replies {
 			if command.IsError(r) {
 				return r
 			}

@@ -3,12 +3,14 @@ package cluster
 import (
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"raftset/fsm"
 	"raftset/internal/stats"
 )
 
@@ -25,6 +27,7 @@ func (n *Node) Info() []InfoSection {
 	stats := n.raft.Stats()
 	return []InfoSection{
 		n.infoMemory(),
+		n.infoStats(),
 		n.infoPersistence(stats),
 		n.infoReplication(),
 		n.infoKeyspace(),
@@ -56,6 +59,10 @@ func (n *Node) infoMemory() InfoSection {
 	}
 	peak := n.st.peakHeap.Load()
 	rss := rssBytes()
+	ecfg, dataset := fsm.DefaultEvictConfig(), int64(ms.HeapAlloc)
+	if ev := n.evictor(); ev != nil {
+		ecfg, dataset = ev.EvictConfig(), ev.UsedMemory()
+	}
 	frag := "0.00"
 	if used > 0 && rss > 0 {
 		frag = strconv.FormatFloat(float64(rss)/float64(used), 'f', 2, 64)
@@ -67,7 +74,10 @@ func (n *Node) infoMemory() InfoSection {
 		kv("used_memory_rss_human", humanBytes(rss)),
 		kv("used_memory_peak", itoa(peak)),
 		kv("used_memory_peak_human", humanBytes(peak)),
-		kv("used_memory_dataset", itoa(ms.HeapAlloc)),
+		// What maxmemory bounds: the state machine's accounting of the
+		// dataset (fsm/access.go), the same on every replica at the same
+		// index (docs/cache.md).
+		kv("used_memory_dataset", itoa(dataset)),
 		kv("total_system_memory", itoa(totalSystemMemory())),
 		kv("go_heap_sys", itoa(ms.HeapSys)),
 		kv("go_num_gc", itoa(ms.NumGC)),
@@ -75,9 +85,10 @@ func (n *Node) infoMemory() InfoSection {
 		kv("active_defrag_cycles", itoa(n.st.defragCycles.Load())),
 		kv("active_defrag_slab_bytes", itoa(n.st.defragSlabBytes.Load())),
 		kv("go_goroutines", itoa(runtime.NumGoroutine())),
-		kv("maxmemory", "0"),
-		kv("maxmemory_human", "0B"),
-		kv("maxmemory_policy", "noeviction"),
+		kv("maxmemory", itoa(ecfg.MaxMemory)),
+		kv("maxmemory_human", humanBytes(uint64(ecfg.MaxMemory))),
+		kv("maxmemory_policy", ecfg.Policy.String()),
+		kv("go_memory_limit", itoa(debug.SetMemoryLimit(-1))),
 		kv("mem_fragmentation_ratio", frag),
 		kv("mem_allocator", "go-"+runtime.Version()),
 	}}
@@ -225,9 +236,32 @@ func (n *Node) infoKeyspace() InfoSection {
 	keys, expires := n.fsm.KeyspaceCounts()
 	s := InfoSection{Name: "Keyspace"}
 	if keys > 0 {
-		s.Fields = [][2]string{kv("db0", "keys="+itoa(keys)+",expires="+itoa(expires)+",avg_ttl=0")}
+		avg := int64(0)
+		if ev := n.evictor(); ev != nil && expires > 0 {
+			avg = ev.AvgTTL(n.nowMs())
+		}
+		s.Fields = [][2]string{kv("db0", "keys="+itoa(keys)+",expires="+itoa(expires)+",avg_ttl="+itoa(avg))}
 	}
 	return s
+}
+
+// infoStats is the node's part of INFO stats (the front end has the rest):
+// the key counters of the state machine, named and placed as in Redis.
+// expired_keys and evicted_keys count deletions applied on this node, so a
+// follower reports the leader's; keyspace_hits and keyspace_misses count
+// the reads served here.
+func (n *Node) infoStats() InfoSection {
+	var c fsm.Counters
+	if ev := n.evictor(); ev != nil {
+		c = ev.Counters()
+	}
+	return InfoSection{Name: "Stats", Fields: [][2]string{
+		kv("expired_keys", itoa(c.Expired)),
+		kv("expired_stale_perc", strconv.FormatFloat(c.StalePerc, 'f', 2, 64)),
+		kv("evicted_keys", itoa(c.Evicted)),
+		kv("keyspace_hits", itoa(c.Hits)),
+		kv("keyspace_misses", itoa(c.Misses)),
+	}}
 }
 
 func (n *Node) infoRaft(stats map[string]string) InfoSection {
@@ -265,6 +299,7 @@ func (n *Node) infoRaft(stats map[string]string) InfoSection {
 		kv("raft_linearizable_reads", itoa(n.st.reads.Load())),
 		kv("raft_forwarded_write_ops", itoa(n.st.forwarded.Load())),
 		kv("raft_expired_keys_proposed", itoa(n.st.expired.Load())),
+		kv("raft_evicted_keys_proposed", itoa(n.ev.proposed.Load())),
 		kv("raft_active_expire", boolDigit(n.activeExpire.Load())),
 		kv("raft_cluster_clock_ms", strconv.FormatInt(clock/int64(time.Millisecond), 10)),
 		kv("raft_cluster_clock_offset_ms", strconv.FormatInt((clock-wall)/int64(time.Millisecond), 10)),

@@ -66,6 +66,7 @@ type Node struct {
 	obs obsState // lag, readiness, metrics (obs.go)
 
 	activeExpire atomic.Bool
+	ev           evictState // maxmemory (evict.go)
 	bgsave       atomic.Bool
 	saveMu       sync.Mutex // one snapshot request at a time
 	lastSave     atomic.Int64
@@ -138,6 +139,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	n.pool.timeout = cfg.ApplyTimeout + cfg.BarrierTimeout
 	n.queries.timeout = appliedQueryTimeout
 	n.activeExpire.Store(true)
+	n.ev.wake = make(chan struct{}, 1)
 	n.lastSave.Store(n.started.Unix())
 
 	var trans raft.Transport
@@ -318,7 +320,7 @@ func (n *Node) bootstrapConfiguration(self raft.ServerAddress) raft.Configuratio
 func (n *Node) startLoops() {
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(11)
+	n.wg.Add(12)
 	go n.runClock()
 	go n.runFormats()
 	go n.runObs()
@@ -328,6 +330,7 @@ func (n *Node) startLoops() {
 	go n.runCompleter()
 	go n.runReadBarrier()
 	go n.runExpiry()
+	go n.runEvictor()
 	go n.runMembership()
 	go n.runSwitchNotices()
 }

@@ -130,6 +130,7 @@ type writer struct {
 	pool    sync.Pool
 
 	// Proposer-owned scratch.
+	oom   bool // over maxmemory with nothing to evict (evict.go): for this batch
 	spare []*writeReq
 	prep  []command.Op
 	cur   pendingEntry
@@ -456,6 +457,7 @@ func (w *writer) propose(q []*writeReq) bool {
 		return false
 	}
 	now := n.nowMs()
+	w.oom = n.refuseOOM(n.evictor())
 	w.startEntry(now)
 	maxOp := n.cfg.MaxEntryBytes - entryOverhead
 	maxSingle := max(n.cfg.MaxOpBytes, n.cfg.MaxEntryBytes) - entryOverhead
@@ -513,6 +515,11 @@ func (w *writer) propose(q []*writeReq) bool {
 // prepare returns the op to log for op: commands are checked and rewritten
 // by the state machine (in a transaction too); errors pass as they are.
 func (w *writer) prepare(op *command.Op, now int64, internal bool) command.Op {
+	if w.oom && !internal {
+		if p := oomOp(*op); p.Kind == command.OpReply && op.Kind != command.OpReply {
+			return p
+		}
+	}
 	switch op.Kind {
 	case command.OpCommand:
 		if internal {

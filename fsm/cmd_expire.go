@@ -185,6 +185,7 @@ func cmdRaftsetExpire(c *execCtx, args [][]byte) {
 			n++
 		}
 	}
+	c.f.counters.expired.Add(uint64(n))
 	c.int(int64(n))
 }
 

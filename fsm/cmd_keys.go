@@ -26,11 +26,14 @@ func cmdDel(c *execCtx, args [][]byte) {
 	c.int(int64(n))
 }
 
-// cmdExists serves EXISTS and TOUCH: repeated keys count each time.
-func cmdExists(c *execCtx, args [][]byte) {
+// cmdExists serves EXISTS: repeated keys count each time.
+func cmdExists(c *execCtx, args [][]byte) { existing(c, args, false) }
+
+// existing answers EXISTS and TOUCH; only TOUCH records an access.
+func existing(c *execCtx, args [][]byte, touch bool) {
 	n := 0
 	for _, k := range args[1:] {
-		if c.lookup(k) >= 0 {
+		if c.lookupKey(k, touch) >= 0 {
 			n++
 		}
 	}
@@ -38,7 +41,7 @@ func cmdExists(c *execCtx, args [][]byte) {
 }
 
 func cmdType(c *execCtx, args [][]byte) {
-	pos := c.lookup(args[1])
+	pos := c.lookupKey(args[1], false)
 	switch {
 	case pos < 0:
 		c.simple("none")
@@ -279,23 +282,60 @@ var objectHelp = []string{
 	"ENCODING <key>",
 	"    Return the kind of internal representation used in order to store the value",
 	"    associated with a <key>.",
+	"FREQ <key>",
+	"    Return the access frequency index of the <key>. The returned integer is",
+	"    proportional to the logarithm of the recent access frequency of the key.",
+	"IDLETIME <key>",
+	"    Return the idle time of the <key>, that is the approximated number of",
+	"    seconds elapsed since the last access to the key.",
+	"REFCOUNT <key>",
+	"    Return the number of references of the value associated with the specified",
+	"    <key>.",
 	"HELP",
 	"    Prints this help.",
 }
 
+const (
+	errNotLFU = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that " +
+		"when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	errLFU = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when " +
+		"switching between policies at runtime LRU and LFU data will take some time to adjust."
+	// sharedRefcount is what Redis answers for its shared integers.
+	sharedRefcount = 2147483647
+)
+
 func cmdObject(c *execCtx, args [][]byte) {
-	switch {
-	case eqFold(args[1], "encoding"):
+	switch sub := args[1]; {
+	case eqFold(sub, "encoding") || eqFold(sub, "freq") || eqFold(sub, "idletime") || eqFold(sub, "refcount"):
 		if len(args) != 3 {
-			c.err(command.ErrArity("object|encoding"))
+			c.err(command.ErrArity("object|" + lowerName(sub)))
 			return
 		}
-		pos := c.lookup(args[2])
+		// Like Redis's objectCommandLookup: no access is recorded.
+		pos := c.peek(args[2])
 		if pos < 0 {
 			c.nullBulk()
 			return
 		}
-		c.bulkStr(encodingName(c.ks, pos))
+		pol := c.ks.evict.Policy
+		switch {
+		case eqFold(sub, "encoding"):
+			c.bulkStr(encodingName(c.ks, pos))
+		case eqFold(sub, "freq"):
+			if !pol.lfu() {
+				c.err(errNotLFU)
+				return
+			}
+			c.int(int64(lfuDecr(c.ks.acct.stat(pos), c.now)))
+		case eqFold(sub, "idletime"):
+			if pol.lfu() {
+				c.err(errLFU)
+				return
+			}
+			c.int(idleMs(c.ks.acct.stat(pos), c.now) / 1000)
+		default:
+			c.int(refcount(c.ks, pos))
+		}
 	case eqFold(args[1], "help"):
 		if len(args) != 2 {
 			c.err(command.ErrArity("object|help"))
@@ -331,4 +371,79 @@ func stringEncoding(v []byte) string {
 		return "embstr"
 	}
 	return "raw"
+}
+
+// refcount is OBJECT REFCOUNT: Redis shares the integers 0..9999 between
+// keys (and answers INT_MAX for them) unless maxmemory is set with an LRU or
+// LFU policy, which needs an access field of each key's own.
+func refcount(ks *keyspace, pos int) int64 {
+	if ks.isSet(pos) {
+		return 1
+	}
+	if ks.evict.MaxMemory != 0 && (ks.evict.Policy.lru() || ks.evict.Policy.lfu()) {
+		return 1
+	}
+	v := ks.str(pos)
+	if len(v) <= 4 {
+		if n, ok := strictint.Parse(v); ok && n >= 0 && n < 10000 {
+			return sharedRefcount
+		}
+	}
+	return 1
+}
+
+// cmdTouch is TOUCH: EXISTS that records an access.
+func cmdTouch(c *execCtx, args [][]byte) { existing(c, args, true) }
+
+var memoryHelp = []string{
+	"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"DOCTOR",
+	"    Return memory problems reports.",
+	"MALLOC-STATS",
+	"    Return internal statistics report from the memory allocator.",
+	"PURGE",
+	"    Attempt to purge dirty pages for reclamation by the allocator.",
+	"STATS",
+	"    Return information about the memory usage of the server.",
+	"USAGE <key> [SAMPLES <count>]",
+	"    Return memory in bytes used by <key> and its value. Nested values are",
+	"    sampled up to <count> times (default: 5, 0 means sample all).",
+	"HELP",
+	"    Prints this help.",
+}
+
+// cmdMemory serves MEMORY USAGE (the key's accounted bytes, what maxmemory
+// counts for it: access.go) and MEMORY HELP. SAMPLES is checked and
+// ignored: the accounting is exact, not sampled.
+func cmdMemory(c *execCtx, args [][]byte) {
+	switch {
+	case eqFold(args[1], "usage"):
+		if len(args) < 3 {
+			c.err(command.ErrArity("memory|usage"))
+			return
+		}
+		for i := 3; i < len(args); i += 2 {
+			if !eqFold(args[i], "samples") || i+1 >= len(args) {
+				c.err(command.ErrSyntax)
+				return
+			}
+			if _, ok := parseInt(args[i+1]); !ok {
+				c.err(command.ErrNotInteger)
+				return
+			}
+		}
+		pos := c.peek(args[2])
+		if pos < 0 {
+			c.nullBulk()
+			return
+		}
+		c.int(c.ks.keyBytes(pos))
+	case eqFold(args[1], "help") && len(args) == 2:
+		c.array(len(memoryHelp))
+		for _, line := range memoryHelp {
+			c.simple(line)
+		}
+	default:
+		c.err("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try MEMORY HELP.")
+	}
 }

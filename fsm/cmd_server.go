@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/hex"
+	"strings"
 
 	"raftset/internal/command"
 	"raftset/internal/setenc"
@@ -39,16 +40,22 @@ var configParams = []struct {
 }
 
 // parseConfigSet checks "config set name value [name value ...]" and
-// returns the limits it would produce from lim.
-func parseConfigSet(args [][]byte, lim setenc.Limits) (setenc.Limits, string) {
+// returns the limits and maxmemory settings it would produce from lim and ev.
+func parseConfigSet(args [][]byte, lim setenc.Limits, ev EvictConfig) (setenc.Limits, EvictConfig, string) {
 	if !eqFold(args[1], "set") {
-		return lim, "ERR unknown subcommand '" + string(args[1]) + "'. Try CONFIG HELP."
+		return lim, ev, "ERR unknown subcommand '" + string(args[1]) + "'. Try CONFIG HELP."
 	}
 	if len(args) < 4 || len(args)%2 != 0 {
-		return lim, command.ErrArity("config|set")
+		return lim, ev, command.ErrArity("config|set")
 	}
 	for i := 2; i < len(args); i += 2 {
 		name := args[i]
+		if ok, msg := ev.setParam(string(name), string(args[i+1])); ok {
+			if msg != "" {
+				return lim, ev, "ERR CONFIG SET failed (possibly related to argument '" + strings.ToLower(string(name)) + "') - " + msg
+			}
+			continue
+		}
 		j := -1
 		for k, p := range configParams {
 			if eqFold(name, p.name) {
@@ -56,24 +63,24 @@ func parseConfigSet(args [][]byte, lim setenc.Limits) (setenc.Limits, string) {
 			}
 		}
 		if j < 0 {
-			return lim, "ERR Unknown option or number of arguments for CONFIG SET - '" + string(name) + "'"
+			return lim, ev, "ERR Unknown option or number of arguments for CONFIG SET - '" + string(name) + "'"
 		}
 		v, ok := parseInt(args[i+1])
 		if !ok {
-			return lim, "ERR CONFIG SET failed (possibly related to argument '" + configParams[j].name +
+			return lim, ev, "ERR CONFIG SET failed (possibly related to argument '" + configParams[j].name +
 				"') - argument couldn't be parsed into an integer"
 		}
 		if v < 0 {
-			return lim, "ERR CONFIG SET failed (possibly related to argument '" + configParams[j].name +
+			return lim, ev, "ERR CONFIG SET failed (possibly related to argument '" + configParams[j].name +
 				"') - argument must be between 0 and 9223372036854775807 inclusive"
 		}
 		configParams[j].set(&lim, int(v))
 	}
-	return lim, ""
+	return lim, ev, ""
 }
 
 func prepareConfig(args [][]byte, _ int64) ([][]byte, string) {
-	if _, msg := parseConfigSet(args, setenc.DefaultLimits()); msg != "" {
+	if _, _, msg := parseConfigSet(args, setenc.DefaultLimits(), DefaultEvictConfig()); msg != "" {
 		return nil, msg
 	}
 	out := append([][]byte{[]byte("config"), []byte("set")}, args[2:]...)
@@ -84,12 +91,13 @@ func prepareConfig(args [][]byte, _ int64) ([][]byte, string) {
 // same log index. Existing sets keep their encoding until their next change,
 // as in Redis.
 func cmdConfig(c *execCtx, args [][]byte) {
-	lim, msg := parseConfigSet(args, c.ks.lim)
+	lim, ev, msg := parseConfigSet(args, c.ks.lim, c.ks.evict)
 	if msg != "" {
 		c.err(msg)
 		return
 	}
 	c.ks.lim = lim
+	c.ks.evict = ev
 	c.ok()
 }
 

@@ -137,6 +137,18 @@ func (g *logGen) command(tx bool) []string {
 		default:
 			return []string{"script", "load", g.script()}
 		}
+	case 26:
+		if g.r.IntN(4) == 0 {
+			return []string{"config", "set", "maxmemory-policy", policyNames[g.r.IntN(len(policyNames))],
+				"maxmemory", strconv.Itoa(g.r.IntN(1 << 20))}
+		}
+		// The leader's eviction: the key's current version, or a stale one
+		// (the key changed after it was picked) that must leave it alone.
+		ver := g.ref.WatchStamp(toArgs(k))[0].Stamp
+		if g.r.IntN(3) == 0 {
+			ver++
+		}
+		return []string{CmdEvict, k, strconv.FormatUint(ver, 10)}
 	case 27:
 		return []string{"append", k, g.member()}
 	case 28:
@@ -300,6 +312,13 @@ func TestDeterminism(t *testing.T) {
 				}
 				if got, want := doCmd(t, f, 0, "debug", "digest"), doCmd(t, g.ref, 0, "debug", "digest"); got != want {
 					t.Fatalf("DEBUG DIGEST = %s, want %s", got, want)
+				}
+				checkAccounting(t, f)
+				if got, want := f.UsedMemory(), g.ref.UsedMemory(); got != want {
+					t.Fatalf("UsedMemory() = %d, the reference's %d: the accounting depends on more than the data", got, want)
+				}
+				if got, want := f.EvictConfig(), g.ref.EvictConfig(); got != want {
+					t.Fatalf("EvictConfig() = %+v, want %+v", got, want)
 				}
 			}
 			if !bytes.Equal(persist(t, c), persist(t, g.ref)) {

@@ -138,7 +138,29 @@ func (c *execCtx) rng() setenc.Source {
 // lookup returns the position of key, or -1 if it is missing or logically
 // expired. A write command applied from the log deletes an expired key it
 // meets, as part of the write; reads only hide it.
-func (c *execCtx) lookup(key []byte) int {
+func (c *execCtx) lookup(key []byte) int { return c.lookupKey(key, true) }
+
+// lookupKey is lookup; touch false does not record an access to the key
+// (Redis's LOOKUP_NOTOUCH: EXISTS, TYPE). A read counts a keyspace hit or
+// miss either way.
+func (c *execCtx) lookupKey(key []byte, touch bool) int {
+	pos := c.peek(key)
+	if !c.write {
+		if pos < 0 {
+			c.f.counters.misses.Add(1)
+		} else {
+			c.f.counters.hits.Add(1)
+		}
+	}
+	if pos >= 0 && touch {
+		c.ks.acct.touch(pos, c.now, c.ks.evict.Policy.lfu())
+	}
+	return pos
+}
+
+// peek is lookup without counting a hit or miss or updating the key's
+// access statistic (OBJECT, MEMORY USAGE, and Redis's LOOKUP_NOTOUCH).
+func (c *execCtx) peek(key []byte) int {
 	pos := c.ks.find(key)
 	if pos < 0 {
 		return -1
@@ -146,6 +168,7 @@ func (c *execCtx) lookup(key []byte) int {
 	if c.ks.expiredAt(pos, c.now) {
 		if c.write {
 			c.deleteAt(pos)
+			c.f.counters.expired.Add(1)
 		}
 		return -1
 	}

@@ -1,6 +1,9 @@
 package fsm
 
-import "bytes"
+import (
+	"bytes"
+	"math"
+)
 
 // ExpiredKeys samples up to limit keys whose deadline is at or before
 // max(nowMs, the state's clock), for the leader to propose as
@@ -20,6 +23,7 @@ func (f *FSM) ExpiredKeys(nowMs int64, limit int) [][]byte {
 	budget := min(n, limit*20)
 	cursor := ks.volCursor.Load()
 	var out [][]byte
+	seen := 0
 	for budget > 0 && len(out) < limit {
 		step := min(budget, 16)
 		budget -= step
@@ -27,11 +31,24 @@ func (f *FSM) ExpiredKeys(nowMs int64, limit int) [][]byte {
 			if len(out) >= limit {
 				return
 			}
+			seen++
 			if pos := ks.find(k); pos >= 0 && ks.expiredAt(pos, now) {
 				out = append(out, bytes.Clone(k))
 			}
 		})
 	}
 	ks.volCursor.Store(cursor)
+	f.counters.noteStale(len(out), seen)
 	return out
+}
+
+// noteStale folds one sample of active expiry into expired_stale_perc, as
+// Redis's cycle does (5% weight to the newest sample).
+func (c *counters) noteStale(expired, sampled int) {
+	if sampled == 0 {
+		return
+	}
+	cur := float64(expired) * 100 / float64(sampled)
+	old := math.Float64frombits(c.stale.Load())
+	c.stale.Store(math.Float64bits(cur*0.05 + old*0.95))
 }

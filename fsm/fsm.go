@@ -22,6 +22,9 @@ type Config struct {
 	// setenc.DefaultLimits(). They are replicated state from then on:
 	// "config set" entries change them, and snapshots carry them.
 	Limits setenc.Limits
+	// Evict is the initial maxmemory configuration; the zero value means
+	// DefaultEvictConfig(). Replicated state from then on, like Limits.
+	Evict EvictConfig
 	// Logger is named "fsm"; nil means hclog.NewNullLogger().
 	Logger hclog.Logger
 }
@@ -67,6 +70,9 @@ type FSM struct {
 	haltErr  error
 
 	scripts scriptState // Lua interpreters and compiled scripts (cmd_script.go)
+
+	counters counters    // INFO stats (access.go)
+	mem      memoryState // the accounted memory and maxmemory settings, lock-free (evict.go)
 }
 
 var (
@@ -94,6 +100,10 @@ func New(cfg Config) *FSM {
 		appliedCh: make(chan struct{}),
 		halted:    make(chan struct{}),
 	}
+	if cfg.Evict != (EvictConfig{}) {
+		f.ks.evict = cfg.Evict
+	}
+	f.publishMemory()
 	f.nodes.Store(&map[string]string{})
 	f.users = newUsers()
 	f.noUsers = f.users.Marshal()
@@ -176,6 +186,8 @@ func (f *FSM) applyLocked(l *raft.Log, e *command.Entry) *ApplyResult {
 		res.Replies[i] = c.out[start:end:end]
 		start = end
 	}
+	f.ks.acct.flush(f.ks)
+	f.publishMemory()
 	return res
 }
 

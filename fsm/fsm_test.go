@@ -23,6 +23,7 @@ import (
 // how each reaches the state machine anyway.
 var handlersOffTable = map[string]string{
 	CmdExpire: "proposed by the leader's active expiry; not in the table",
+	CmdEvict:  "proposed by the leader's eviction (maxmemory); not in the table",
 	CmdConfig: "CONFIG SET of a replicated parameter, proposed by the node; the table's config is Admin",
 	"debug":   "DEBUG DIGEST(-VALUE), read through the node by its Admin handler",
 	"ping":    "may sit in a transaction",
@@ -127,7 +128,12 @@ func TestPrepare(t *testing.T) {
 		{[]string{"flushall", "ASYNC"}, "flushall"},
 		{[]string{"flushdb", "x"}, "-ERR syntax error\r\n"},
 		{[]string{"config", "set", "SET-MAX-INTSET-ENTRIES", "5"}, "config set SET-MAX-INTSET-ENTRIES 5"},
-		{[]string{"config", "set", "maxmemory", "5"}, "-ERR Unknown option or number of arguments for CONFIG SET - 'maxmemory'\r\n"},
+		{[]string{"config", "set", "maxmemory", "5"}, "config set maxmemory 5"},
+		{[]string{"config", "set", "maxmemory", "5xb"}, "-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value\r\n"},
+		{[]string{"config", "set", "maxmemory-policy", "lru"}, "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction\r\n"},
+		{[]string{"config", "set", "maxmemory-samples", "0"}, "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-samples') - argument must be between 1 and 2147483647 inclusive\r\n"},
+		{[]string{"config", "set", "maxmemory-eviction-tenacity", "101"}, "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-eviction-tenacity') - argument must be between 0 and 100 inclusive\r\n"},
+		{[]string{"config", "set", "maxmemory-wrong", "5"}, "-ERR Unknown option or number of arguments for CONFIG SET - 'maxmemory-wrong'\r\n"},
 		{[]string{"config", "set", "set-max-listpack-value", "-1"}, "-ERR CONFIG SET failed (possibly related to argument 'set-max-listpack-value') - argument must be between 0 and 9223372036854775807 inclusive\r\n"},
 		{[]string{"sadd", "k"}, "-ERR wrong number of arguments for 'sadd' command\r\n"},
 		{[]string{"nosuch", "k"}, "-ERR unknown command 'nosuch', with args beginning with: 'k' \r\n"},

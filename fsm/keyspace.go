@@ -47,6 +47,8 @@ type keyspace struct {
 	volCursor atomic.Uint64
 
 	defrag defragState // where blobs live (defrag.go); not replicated state
+	acct   accounting  // memory accounting and access statistics (access.go); not replicated state
+	evict  EvictConfig // maxmemory and its policy (evict.go): replicated state
 
 	now     int64 // the state machine's clock: max of every entry's NowMs
 	lim     setenc.Limits
@@ -86,7 +88,7 @@ const (
 )
 
 func newKeyspace(lim setenc.Limits) *keyspace {
-	return &keyspace{keys: hashtable.New(0), vol: hashtable.New(0), lim: lim}
+	return &keyspace{keys: hashtable.New(0), vol: hashtable.New(0), lim: lim, evict: DefaultEvictConfig()}
 }
 
 // Len returns the number of keys, logically expired ones included.
@@ -117,6 +119,7 @@ func (ks *keyspace) cellW(pos int) (*chunk, int) {
 		ks.chunks[ci] = nc
 		c = nc
 	}
+	ks.acct.mark(pos)
 	return c, pos & chunkMask
 }
 
@@ -160,6 +163,7 @@ func (ks *keyspace) add(key []byte, kind uint8, exp int64) int {
 		panic("fsm: add of a present key")
 	}
 	pos := ks.n
+	ks.acct.add(pos, initAccess(ks.now, ks.evict.Policy.lfu()))
 	if pos>>chunkShift == len(ks.chunks) {
 		ks.chunks = append(ks.chunks, &chunk{gen: ks.gen})
 	}
@@ -204,6 +208,7 @@ func (ks *keyspace) move(from, to int) {
 // remove deletes the key at pos; the last key takes its place, exactly as in
 // the Table. Pointers into the chunks are invalid afterwards.
 func (ks *keyspace) remove(pos int) {
+	ks.acct.remove(pos, ks.n-1)
 	if ks.exp(pos) != noExpiry {
 		ks.vol.Remove(ks.keys.At(pos))
 	}
@@ -278,6 +283,7 @@ func (ks *keyspace) clear() {
 	ks.chunks, ks.n = nil, 0
 	ks.volCursor.Store(0)
 	ks.defrag = defragState{}
+	ks.acct.reset()
 }
 
 // share records a new snapshot of the chunks and returns its generation.

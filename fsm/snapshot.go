@@ -50,7 +50,7 @@ const (
 // standardAux are fields RestoredAux leaves out: Redis's own and ours.
 var standardAux = []string{
 	"redis-ver", "redis-bits", "ctime", "used-mem", "aof-base", snapshot.AuxRaftsetVer,
-	AuxClock, AuxLimits, AuxLastDelete, AuxIndex, AuxTerm, AuxVersions, AuxScripts,
+	AuxClock, AuxLimits, AuxLastDelete, AuxIndex, AuxTerm, AuxVersions, AuxScripts, AuxMaxmemory,
 }
 
 // ErrSnapshot is wrapped by Restore and LoadRDB errors about the file's
@@ -97,6 +97,7 @@ type fsmSnapshot struct {
 	keys    []byte // the keys in dense order, each as <uvarint length><bytes>
 	now     int64
 	lim     setenc.Limits
+	evict   EvictConfig
 	lastDel uint64
 	index   uint64
 	term    uint64
@@ -129,7 +130,7 @@ func (f *FSM) capture() *fsmSnapshot {
 		f: f, ks: ks, n: n,
 		chunks: slices.Clone(ks.chunks),
 		keys:   make([]byte, 0, n*16),
-		now:    ks.now, lim: ks.lim, lastDel: ks.lastDel, index: ks.index, term: ks.term,
+		now:    ks.now, lim: ks.lim, evict: ks.evict, lastDel: ks.lastDel, index: ks.index, term: ks.term,
 		nodes: *f.nodes.Load(), scripts: maps.Clone(ks.scripts),
 		users: f.usersAux(),
 	}
@@ -196,6 +197,11 @@ func (s *fsmSnapshot) writeVersion(w io.Writer, version int) error {
 		{Key: AuxIndex, Value: u(s.index)},
 		{Key: AuxTerm, Value: u(s.term)},
 		{Key: AuxVersions, Value: string(vers)},
+	}
+	if s.evict != DefaultEvictConfig() {
+		// Written only when set, so that the files of a cluster that never
+		// set it stay byte for byte what they were.
+		aux = append(aux, snapshot.AuxField{Key: AuxMaxmemory, Value: s.evict.aux()})
 	}
 	aux = append(aux, s.aux...)
 	if len(s.nodes) > 0 {
@@ -301,6 +307,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.ks = ks
+	f.publishMemory()
 	f.nodes.Store(&nodes)
 	f.mu.Unlock()
 	f.auxMu.Lock()
@@ -344,12 +351,16 @@ func (f *FSM) LoadRDB(r io.Reader, opts LoadOptions) (int, error) {
 	defer f.mu.Unlock()
 	old := f.ks
 	ks.now, ks.lim, ks.index, ks.term = old.now, old.lim, old.index, old.term
+	ks.evict = old.evict
 	ks.scripts = old.scripts
 	ks.lastDel = old.index
 	for i := range ks.Len() {
 		ks.setVer(i, old.index)
 	}
+	ks.acct.flush(ks)
+	ks.acct.resetAccess(ks.now, ks.evict.Policy.lfu())
 	f.ks = ks
+	f.publishMemory()
 	return ks.Len(), nil
 }
 
@@ -414,6 +425,8 @@ func readKeyspace(r io.Reader, lim setenc.Limits, db int, load bool, now int64, 
 			extra = append(extra, a)
 		}
 	}
+	ks.acct.flush(ks)
+	ks.acct.resetAccess(ks.now, ks.evict.Policy.lfu())
 	return ks, extra, nil
 }
 
@@ -459,6 +472,12 @@ func (ks *keyspace) applyAux(a snapshot.AuxField) error {
 			v[i] = n
 		}
 		ks.lim = setenc.Limits{MaxIntsetEntries: v[0], MaxListpackEntries: v[1], MaxListpackValue: v[2]}
+	case AuxMaxmemory:
+		e, ok := parseEvictAux(a.Value)
+		if !ok {
+			return bad()
+		}
+		ks.evict = e
 	case AuxLastDelete:
 		return num(&ks.lastDel)
 	case AuxIndex:

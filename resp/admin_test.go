@@ -187,12 +187,12 @@ func TestCommand(t *testing.T) {
 	if got := tc.do("COMMAND", "DOCS", "get", "nosuch"); got != wantDocs {
 		t.Errorf("COMMAND DOCS get = %q, want %q", got, wantDocs)
 	}
-	if got := tc.do("COMMAND", "DOCS", "object"); !strings.Contains(got, bulk("subcommands")+"*4\r\n"+bulk("object|encoding")) {
+	if got := tc.do("COMMAND", "DOCS", "object"); !strings.Contains(got, bulk("subcommands")+"*10\r\n"+bulk("object|encoding")) {
 		t.Errorf("COMMAND DOCS object = %q", got)
 	}
 	runSteps(t, tc, []step{
 		{cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "sa*"), bulks("sadd", "save")},
-		{cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "object*"), bulks("object", "object|encoding", "object|help")},
+		{cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "object*"), bulks("object", "object|encoding", "object|freq", "object|idletime", "object|refcount", "object|help")},
 		{cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", "transaction"), bulks("discard", "exec", "multi", "unwatch", "watch")},
 		{cmd("COMMAND", "LIST", "FILTERBY", "nope", "x"), errr("ERR syntax error")},
 	})

@@ -47,7 +47,8 @@ func (c *client) cmdInfo(dst []byte, args [][]byte) []byte {
 	}
 	needStore := all || def
 	for name := range want {
-		if !slices.Contains(ownSections, name) {
+		// The store adds its counters (keyspace hits, evictions) to stats.
+		if !slices.Contains(ownSections, name) || name == "stats" {
 			needStore = true
 		}
 	}

@@ -46,6 +46,10 @@ type Config struct {
 	MaxIntsetEntries        int
 	MaxListpackEntries      int
 	MaxListpackValue        int
+	MaxMemory               int64  // maxmemory: initial replicated bound (fsm.EvictConfig)
+	MaxMemoryPolicy         string // maxmemory-policy
+	MaxMemorySamples        int    // maxmemory-samples
+	MaxMemoryTenacity       int    // maxmemory-eviction-tenacity
 	LogLevel                string
 	LogFormat               string
 	Import                  string // --import FILE: start a new node from a Redis dump.rdb
@@ -429,6 +433,42 @@ func sections() []section {
 				"A set stays a listpack up to this many members..."),
 			intDirective("set-max-listpack-value", func(c *Config) *int { return &c.MaxListpackValue }, 0).is("64",
 				"...and while no member is longer than this many bytes."),
+		}},
+		{"Memory and eviction", "As in Redis, for a cache (docs/cache.md). Replicated like the set encodings: every node " +
+			"must agree on the bound, so CONFIG SET changes them on every node through the log, and a node's directives " +
+			"are only its state until it replays the log or a snapshot. The leader measures the dataset as the state " +
+			"machine accounts it (the same on every replica), evicts through the log, and derives the Go runtime's soft " +
+			"memory limit from `maxmemory` unless `GOMEMLIMIT` is set.", []directive{
+			memoryDirective("maxmemory", func(c *Config) *int64 { return &c.MaxMemory }).is("0",
+				"Bound on the dataset (`used_memory_dataset`), such as `64mb`; `0`: none."),
+			oneOf("maxmemory-policy", func(c *Config) *string { return &c.MaxMemoryPolicy },
+				"noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random",
+				"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl").is("noeviction",
+				"What goes when the bound is reached: `noeviction` refuses writes that may grow memory (`-OOM`); "+
+					"`allkeys-*` evict any key, `volatile-*` only keys with a TTL, by least recent use (`lru`), least "+
+					"frequent use (`lfu`), at random, or nearest deadline (`volatile-ttl`)."),
+			{name: "maxmemory-samples",
+				set: func(c *Config, v string) error {
+					n, err := strconv.Atoi(v)
+					if err != nil || n < 1 {
+						return errors.New("must be a positive integer")
+					}
+					c.MaxMemorySamples = n
+					return nil
+				},
+				get: func(c *Config) string { return strconv.Itoa(c.MaxMemorySamples) }, def: "5",
+				doc: "Keys sampled for each key evicted by the LRU, LFU and TTL policies (more: closer to exact, slower)."},
+			{name: "maxmemory-eviction-tenacity",
+				set: func(c *Config, v string) error {
+					n, err := strconv.Atoi(v)
+					if err != nil || n < 0 || n > 100 {
+						return errors.New("must be an integer from 0 to 100")
+					}
+					c.MaxMemoryTenacity = n
+					return nil
+				},
+				get: func(c *Config) string { return strconv.Itoa(c.MaxMemoryTenacity) }, def: "10",
+				doc: "How long one eviction pass of the leader may run (10: 25 ms, scaled linearly; 100: until under the bound)."},
 		}},
 		{"Logging and debugging", "", []directive{
 			oneOf("loglevel", func(c *Config) *string { return &c.LogLevel },

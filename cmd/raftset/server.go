@@ -93,7 +93,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		MaxIntsetEntries:   cfg.MaxIntsetEntries,
 		MaxListpackEntries: cfg.MaxListpackEntries,
 		MaxListpackValue:   cfg.MaxListpackValue,
-	}, Logger: logger})
+	}, Evict: evictConfig(cfg), Logger: logger})
 
 	peers, err := ParsePeers(cfg.Peers)
 	if err != nil {
@@ -435,4 +435,22 @@ func offIsNegative(n int64) int64 {
 		return -1
 	}
 	return n
+}
+
+// evictConfig is the node's initial maxmemory settings (replicated from then
+// on, like the set-max-* limits).
+func evictConfig(cfg *Config) fsm.EvictConfig {
+	e := fsm.DefaultEvictConfig()
+	e.MaxMemory = cfg.MaxMemory
+	if cfg.MaxMemoryPolicy == "" { // a Config not filled from the directive table
+		return e
+	}
+	if p, ok := fsm.ParsePolicy(cfg.MaxMemoryPolicy); ok {
+		e.Policy = p
+	}
+	if cfg.MaxMemorySamples > 0 {
+		e.Samples = cfg.MaxMemorySamples
+	}
+	e.Tenacity = cfg.MaxMemoryTenacity
+	return e
 }

@@ -24,6 +24,8 @@ func ACLCategories(spec *Spec) []string {
 		return []string{"@keyspace", "@read", "@slow", "@dangerous"}
 	case "object|help":
 		return []string{"@keyspace", "@slow"}
+	case "memory|help":
+		return []string{"@slow"}
 	case "acl|setuser", "acl|deluser", "acl|load":
 		// Write routes them through the log; Redis files them under admin only.
 		return []string{"@admin", "@slow", "@dangerous"}

@@ -205,7 +205,17 @@ func Commands() Table {
 		spec("object", -2, 0, 0, 0, 0, "generic", "2.2.3", "A container for object introspection commands.",
 			spec("object|encoding", 3, ro, 2, 2, 1, "generic", "2.2.3", "Returns the internal encoding of a Redis object.").
 				syntax("key:key{RO}"),
+			spec("object|freq", 3, ro, 2, 2, 1, "generic", "4.0.0", "Returns the logarithmic access frequency counter of a Redis object.").
+				syntax("key:key{RO}"),
+			spec("object|idletime", 3, ro, 2, 2, 1, "generic", "2.2.3", "Returns the time since the last access to a Redis object.").
+				syntax("key:key{RO}"),
+			spec("object|refcount", 3, ro, 2, 2, 1, "generic", "2.2.3", "Returns the reference count of a value of a key.").
+				syntax("key:key{RO}"),
 			spec("object|help", 2, ro, 0, 0, 0, "generic", "6.2.0", "Returns helpful text about the different subcommands.")),
+		spec("memory", -2, 0, 0, 0, 0, "server", "4.0.0", "A container for memory diagnostics commands.",
+			spec("memory|usage", -3, ro, 2, 2, 1, "server", "4.0.0", "Estimates the memory usage of a key.").
+				syntax("key:key{RO} [SAMPLES count:integer]"),
+			spec("memory|help", 2, ro, 0, 0, 0, "server", "4.0.0", "Returns helpful text about the different subcommands.")),
 		spec("dbsize", 1, ro|fast, 0, 0, 0, "server", "1.0.0", "Returns the number of keys in the database."),
 		spec("flushall", -1, Write, 0, 0, 0, "server", "1.0.0", "Removes all keys from all databases.").
 			syntax("[async: ASYNC@4.0.0 | SYNC@6.2.0]"),

@@ -66,7 +66,7 @@ var rules = []rule{
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2", "go.etcd.io/bbolt", "github.com/hashicorp/go-hclog"},
 		notDeps: []string{"raftset/resp"}},
 	{pkg: "fsm",
-		may:     []string{"snapshot", "internal/command", "internal/setenc", "internal/setenc/hashtable", "internal/strictint", "internal/glob", "internal/script", "internal/acl"},
+		may:     []string{"snapshot", "internal/command", "internal/setenc", "internal/setenc/hashtable", "internal/strictint", "internal/glob", "internal/script", "internal/acl", "internal/alloc"},
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/go-hclog"},
 		notStd:  pure,
 		notDeps: []string{"raftset/cluster", "raftset/resp", "github.com/hashicorp/raft-boltdb/...", "go.etcd.io/bbolt", "github.com/tidwall/redcon"}},
