@@ -141,6 +141,15 @@ func (pc *peerConn) handshake(ctx context.Context, auth peerCreds) error {
 		return err
 	}
 	reply, err := call([]byte(CmdAuth), []byte("hello"), nc)
+	if err != nil && len(auth.secret) == 0 && command.IsError(reply) {
+		// A node of the previous release knows only "RAFTSET.AUTH <secret>"
+		// and, without a secret, accepts any: during a rolling upgrade of a
+		// cluster without one, that form lets this node forward to it.
+		// Sending an empty secret in clear gives nothing away; with a secret
+		// there is no fallback (docs/operations.md, Upgrade).
+		_, err = call([]byte(CmdAuth), nil)
+		return err
+	}
 	if err != nil {
 		return err
 	}

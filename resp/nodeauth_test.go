@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 
 	"raftset/internal/peerauth/challenge"
@@ -150,5 +151,29 @@ func TestNodeAuthCannotBeReplayed(t *testing.T) {
 	raftProof := challenge.ClientMAC([]byte("s3cret"), challenge.PurposeRaft, nc, []byte(answer.Elems[0].Str))
 	if got := c2.do("RAFTSET.AUTH", "PROOF", string(raftProof)); got != errr("WRONGPASS invalid node secret") {
 		t.Errorf("a Raft-port proof = %q", got)
+	}
+}
+
+// The previous release's one-step RAFTSET.AUTH is accepted only where it
+// proves nothing either way (no secret), so that a rolling upgrade of such a
+// cluster keeps forwarding; with a secret, only the handshake counts.
+func TestNodeAuthPreviousReleaseForm(t *testing.T) {
+	_, open := startServer(t, Config{}, newFakeStore())
+	c := dial(t, open)
+	if got := c.do("RAFTSET.AUTH", ""); got != "+OK\r\n" {
+		t.Errorf("RAFTSET.AUTH \"\" without a secret = %q", got)
+	}
+	if got := c.do("raftset.readindex"); strings.Contains(got, "unknown command") {
+		t.Errorf("an internal command after the old form = %q", got)
+	}
+	_, guarded := startServer(t, Config{RequirePass: "pw", NodeSecret: "s"}, newFakeStore())
+	g := dial(t, guarded)
+	for _, secret := range []string{"s", ""} {
+		if got := g.do("RAFTSET.AUTH", secret); got != errr("ERR wrong number of arguments for 'raftset.auth' command") {
+			t.Errorf("RAFTSET.AUTH %q with a secret set = %q", secret, got)
+		}
+	}
+	if got := g.do("raftset.readindex"); !strings.Contains(got, "NOAUTH") && !strings.Contains(got, "unknown command") {
+		t.Errorf("an internal command after a refused old form = %q", got)
 	}
 }

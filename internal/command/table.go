@@ -460,7 +460,7 @@ func Commands() Table {
 		spec("raftset.node", 3, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: publishes a node's client address."),
 		spec("raftset.promote", 3, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a non-voter asks to become a voter, saying how far it applied."),
 		spec("raftset.onleader", -2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a leader-only command relayed by a follower."),
-		spec("raftset.auth", 3, Conn|NoMulti|Internal|fast, 0, 0, 0, "connection", "1.0.0", "Internal: authenticates a connection as a node of the cluster."),
+		spec("raftset.auth", -2, Conn|NoMulti|Internal|fast, 0, 0, 0, "connection", "1.0.0", "Internal: authenticates a connection as a node of the cluster."),
 		spec("raftset.applied", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: this node's applied index (WAIT)."),
 		spec("raftset.formats", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: the highest log-entry format this node reads (rolling upgrades)."),
 	}
