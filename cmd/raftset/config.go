@@ -34,6 +34,7 @@ type Config struct {
 	TrailingLogs       uint64
 	SnapshotLogBytes   int64 // 0: off
 	TrailingLogBytes   int64 // 0: off
+	RaftLogStore       string // bolt|wal
 	RequirePass        string
 	ACLFile            string // ACL LOAD / ACL SAVE; not read at start: users are replicated
 	MaxIntsetEntries   int
@@ -332,7 +333,12 @@ func sections() []section {
 		}},
 		{"Storage and snapshots", "", []directive{
 			stringDirective("dir", func(c *Config) *string { return &c.Dir }).is("./raftset-data",
-				"Where the Raft log (`raft.db`), the stable store and the snapshots live."),
+				"Where the Raft log (`raft.db` or `wal/`), the stable store (`raft.db`) and the snapshots live."),
+			oneOf("raft-log-store", func(c *Config) *string { return &c.RaftLogStore }, cluster.LogStoreBolt, cluster.LogStoreWAL).is(
+				cluster.DefaultLogStore,
+				"Where the Raft log is kept: `bolt` (in `raft.db`, two fdatasyncs per append) or `wal` (segment files in "+
+					"`wal/`, one fsync per append). A node whose log is in the other store moves it at start; the stable "+
+					"store stays in `raft.db` either way. See docs/benchmarks.md."),
 			countDirective("snapshot-threshold", func(c *Config) *uint64 { return &c.SnapshotThreshold }).is("8192",
 				"Take a Raft snapshot (an RDB file) after this many new log entries, checked every `snapshot-interval`."),
 			{name: "snapshot-interval",

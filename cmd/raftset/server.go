@@ -128,6 +128,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.PromoteLag = cfg.PromoteLag
 	cc.MasterName = cfg.MasterName
 	cc.DataDir = cfg.Dir
+	cc.LogStore = cfg.RaftLogStore
 	// A joining node never bootstraps: it is added by the cluster.
 	cc.Bootstrap = cfg.Join == ""
 	cc.Peers = peers
@@ -244,7 +245,7 @@ func (n *node) close() error {
 // can change at run time also to CONFIG SET.
 func (n *node) registerConfig() {
 	for _, name := range []string{"dir", "node-id", "raft-addr", "log-format", "import",
-		"peers", "join", "advertise-addr", "raft-advertise-addr", "promote-lag", "sentinel-master-name"} {
+		"peers", "join", "advertise-addr", "raft-advertise-addr", "promote-lag", "sentinel-master-name", "raft-log-store"} {
 		name := name
 		n.server.RegisterConfig(name, func() string { v, _ := n.cfg.Get(name); return v }, nil)
 	}
