@@ -29,12 +29,12 @@ type Config struct {
 	NodeID             string
 	RaftAddr           string
 	Dir                string
+	RaftLogStore       string // bolt|wal
 	SnapshotThreshold  uint64
 	SnapshotInterval   time.Duration
 	TrailingLogs       uint64
 	SnapshotLogBytes   int64 // 0: off
 	TrailingLogBytes   int64 // 0: off
-	RaftLogStore       string // bolt|wal
 	RequirePass        string
 	ACLFile            string // ACL LOAD / ACL SAVE; not read at start: users are replicated
 	MaxIntsetEntries   int
