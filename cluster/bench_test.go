@@ -19,20 +19,27 @@ import (
 //
 //	go test -run '^$' -bench WriteParallel -benchtime 200000x ./cluster/
 func BenchmarkWriteParallel(b *testing.B) {
-	benchWrites(b, 0)
+	benchWrites(b, 0, "")
+}
+
+// BenchmarkWriteParallelWAL is BenchmarkWriteParallel with the log in
+// raft-wal (raft-log-store wal).
+func BenchmarkWriteParallelWAL(b *testing.B) {
+	benchWrites(b, 0, LogStoreWAL)
 }
 
 // BenchmarkWriteSimulatedDisk is BenchmarkWriteParallel on an in-memory log
 // whose every write takes at least 1ms (a slow fsync; Go's timers round it
 // up), to compare batching changes without the noise of a shared disk.
 func BenchmarkWriteSimulatedDisk(b *testing.B) {
-	benchWrites(b, time.Millisecond)
+	benchWrites(b, time.Millisecond, "")
 }
 
-func benchWrites(b *testing.B, simulated time.Duration) {
+func benchWrites(b *testing.B, simulated time.Duration, logStore string) {
 	for _, bc := range []struct{ conns, pipeline int }{{50, 1}, {50, 10}} {
 		b.Run("conns="+strconv.Itoa(bc.conns)+"/pipeline="+strconv.Itoa(bc.pipeline), func(b *testing.B) {
 			cfg := diskConfig(b, b.TempDir())
+			cfg.LogStore = logStore
 			if simulated > 0 {
 				cfg = fastConfig(b, "n1")
 				cfg.wrapLogStore = func(s raft.LogStore) raft.LogStore { return slowLogStore{s, simulated} }

@@ -111,6 +111,8 @@ var rules = []rule{
 		may: []string{"internal/respwire"},
 		ext: []string{"github.com/hashicorp/go-hclog"}},
 	{pkg: "internal/layering"},
+	// Benchmark tools: they talk to a server over the network only.
+	{pkg: "bench/..."},
 	{pkg: "integration",
 		testMay: []string{"integration/...", "internal/testutil", "internal/respwire"}},
 	{pkg: "integration/...",
