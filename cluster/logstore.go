@@ -48,7 +48,7 @@ const (
 )
 
 // DefaultLogStore is the log store a node uses when Config.LogStore is empty.
-const DefaultLogStore = LogStoreBolt
+const DefaultLogStore = LogStoreWAL
 
 // openLogStore opens the Raft log of the data directory dir as kind (bolt or
 // wal), migrating it from the other store first if that one holds it. bolt
