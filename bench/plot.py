@@ -37,7 +37,7 @@ def svg(ratios, lat, load):
     h1 = rows * (bar + 2) + gap * len({r[0] for r in ratios}) + 60
     h2 = len(lat) * 2 * (bar + 2) + gap * len(lat) + 60
     height = max(h1, h2) + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 420}" height="{height}" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 520}" height="{height}" '
            'font-family="sans-serif" font-size="11">',
            '<rect width="100%" height="100%" fill="white"/>',
            f'<text x="10" y="18" font-size="13" font-weight="bold">raftset / redis-server, medians of the runs '
