@@ -19,20 +19,27 @@ import (
 //
 //	go test -run '^$' -bench WriteParallel -benchtime 200000x ./cluster/
 func BenchmarkWriteParallel(b *testing.B) {
-	benchWrites(b, 0)
+	benchWrites(b, 0, "")
+}
+
+// BenchmarkWriteParallelWAL is BenchmarkWriteParallel with the log in
+// raft-wal (raft-log-store wal).
+func BenchmarkWriteParallelWAL(b *testing.B) {
+	benchWrites(b, 0, LogStoreWAL)
 }
 
 // BenchmarkWriteSimulatedDisk is BenchmarkWriteParallel on an in-memory log
 // whose every write takes at least 1ms (a slow fsync; Go's timers round it
 // up), to compare batching changes without the noise of a shared disk.
 func BenchmarkWriteSimulatedDisk(b *testing.B) {
-	benchWrites(b, time.Millisecond)
+	benchWrites(b, time.Millisecond, "")
 }
 
-func benchWrites(b *testing.B, simulated time.Duration) {
+func benchWrites(b *testing.B, simulated time.Duration, logStore string) {
 	for _, bc := range []struct{ conns, pipeline int }{{50, 1}, {50, 10}} {
 		b.Run("conns="+strconv.Itoa(bc.conns)+"/pipeline="+strconv.Itoa(bc.pipeline), func(b *testing.B) {
 			cfg := diskConfig(b, b.TempDir())
+			cfg.LogStore = logStore
 			if simulated > 0 {
 				cfg = fastConfig(b, "n1")
 				cfg.wrapLogStore = func(s raft.LogStore) raft.LogStore { return slowLogStore{s, simulated} }
@@ -75,4 +82,48 @@ func benchWrites(b *testing.B, simulated time.Duration) {
 			}
 		})
 	}
+}
+
+// BenchmarkReadBatch measures a connection's pipelined run of reads on one
+// leader, as resp hands it over: ten SISMEMBERs behind one barrier per
+// ReadBatch call. ns/op and allocs/op are per call of ten (the commands
+// are built beforehand).
+//
+//	go test -run '^$' -bench ReadBatch -benchmem -cpuprofile cpu.out ./cluster/
+func BenchmarkReadBatch(b *testing.B) {
+	cfg := fastConfig(b, "n1")
+	n := mustNode(b, cfg, newBenchFSM(b), true)
+	ctx := context.Background()
+	const keys = 1000
+	for k := range keys {
+		ops := make([]command.Op, 0, 20)
+		for m := range 20 {
+			ops = append(ops, command.Cmd([]byte("SADD"), []byte("key:"+strconv.Itoa(k)), []byte(strconv.Itoa(m))))
+		}
+		n.Write(ctx, ops)
+	}
+	const pipeline, batches = 10, 1024
+	pool := make([][][][]byte, batches)
+	for i := range pool {
+		pool[i] = make([][][]byte, pipeline)
+		for j := range pipeline {
+			k := i*pipeline + j
+			pool[i][j] = [][]byte{[]byte("SISMEMBER"), []byte("key:" + strconv.Itoa(k*7919%keys)), []byte(strconv.Itoa(k % 40))}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var seq atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(seq.Add(1)) * 331
+		for pb.Next() {
+			i++
+			for _, r := range n.ReadBatch(ctx, pool[i%batches], false) {
+				if r[0] != ':' {
+					b.Errorf("SISMEMBER: %q", r)
+					return
+				}
+			}
+		}
+	})
 }

@@ -72,8 +72,14 @@ type Config struct {
 	// Default 1000.
 	PromoteLag uint64
 
-	// DataDir holds raft.db (log and stable store) and snapshots/.
+	// DataDir holds raft.db (the stable store, and the log with
+	// LogStoreBolt), wal/ (the log with LogStoreWAL) and snapshots/.
 	DataDir string
+
+	// LogStore is where the Raft log is kept: LogStoreBolt or LogStoreWAL;
+	// empty: DefaultLogStore. A directory whose log is in the other store
+	// is migrated at start (logstore.go).
+	LogStore string
 
 	// Bootstrap makes a node whose store is empty bootstrap a cluster of
 	// itself plus Peers. Every node of a static cluster may be given the same
@@ -292,6 +298,11 @@ func (c *Config) Validate() error {
 		if p.ID == "" || p.Addr == "" {
 			return fmt.Errorf("cluster: peer %d has an empty id or address", i)
 		}
+	}
+	switch c.LogStore {
+	case "", LogStoreBolt, LogStoreWAL:
+	default:
+		return fmt.Errorf("cluster: LogStore %q: want %s or %s", c.LogStore, LogStoreBolt, LogStoreWAL)
 	}
 	if c.MaxEntryBytes < 0 || c.MaxEntryBytes > 64<<20 {
 		return fmt.Errorf("cluster: MaxEntryBytes %d out of range (0..64 MiB)", c.MaxEntryBytes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,8 @@ type Node struct {
 	// stores counts and signals the log store's writes (pace).
 	stores *storeNotifier
 	bolt   *raftboltdb.BoltStore
+	// walLog is the log store when it is not bolt (logstore.go); nil else.
+	walLog io.Closer
 	snaps  raft.SnapshotStore
 	opened *openedSnapshots // snaps, noting what Raft opens (stalesnap.go)
 	// raftStarted is set once n.raft is assigned; Raft's goroutines, started
@@ -146,6 +149,9 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	defer func() {
 		if err != nil {
 			n.cancel()
+			if n.walLog != nil {
+				n.walLog.Close()
+			}
 			if n.bolt != nil {
 				n.bolt.Close()
 			}
@@ -206,7 +212,11 @@ func (n *Node) openStores() (raft.StableStore, error) {
 			return nil, fmt.Errorf("cluster: open %s: %w", filepath.Join(cfg.DataDir, raftDBFile), err)
 		}
 		stable = n.bolt
-		if n.logs, err = raft.NewLogCache(logCacheSize, n.bolt); err != nil {
+		var logs raft.LogStore
+		if logs, n.walLog, err = openLogStore(cfg.DataDir, cfg.LogStore, n.bolt, cfg.Logger.Named("logstore")); err != nil {
+			return nil, err
+		}
+		if n.logs, err = raft.NewLogCache(logCacheSize, logs); err != nil {
 			return nil, fmt.Errorf("cluster: log cache: %w", err)
 		}
 		n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
@@ -442,6 +452,11 @@ func (n *Node) Close() error {
 			// goroutine at shutdown; a goroutine waiting on one never
 			// returns. Callers were released through n.stopped.
 			n.log.Warn("some raft futures were never resolved at shutdown")
+		}
+		if n.walLog != nil {
+			if cerr := n.walLog.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
 		}
 		if n.bolt != nil {
 			if cerr := n.bolt.Close(); cerr != nil && err == nil {

@@ -418,6 +418,14 @@ func (s *storeNotifier) StoreLogs(logs []*raft.Log) error {
 
 func (s *storeNotifier) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
+// IsMonotonic passes on the store's raft.MonotonicLogStore: raft-wal refuses
+// a gap in indexes, so after installing a snapshot Raft must empty the log
+// instead of appending past a gap (the embedded interface hides the method).
+func (s *storeNotifier) IsMonotonic() bool {
+	m, ok := s.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 // proposeQueued proposes everything queued and reports whether there was
 // anything.
 func (w *writer) proposeQueued() bool {

@@ -81,6 +81,18 @@ func recoverCluster(opts RecoverOptions) (old, recovered raft.Configuration, err
 		return old, recovered, fmt.Errorf("recover: open %s: %w (stop the node first)", db, err)
 	}
 	defer bolt.Close()
+	// The log stays where it is: recovery migrates nothing.
+	kind, err := logStoreOf(opts.DataDir)
+	if err != nil {
+		return old, recovered, fmt.Errorf("recover: %w", err)
+	}
+	logs, closer, err := openLogStore(opts.DataDir, kind, bolt, logger)
+	if err != nil {
+		return old, recovered, fmt.Errorf("recover: %w", err)
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(opts.DataDir, 1, logger.Named("snapshot"))
 	if err != nil {
 		return old, recovered, fmt.Errorf("recover: snapshot store: %w", err)
@@ -93,7 +105,7 @@ func recoverCluster(opts RecoverOptions) (old, recovered raft.Configuration, err
 	// The configuration as the node would start with it (GetConfiguration
 	// runs nothing, it only reads the stores).
 	_, trans := raft.NewInmemTransport("")
-	old, err = raft.GetConfiguration(rc, newMetaFSM(fsm.New(fsm.Config{Logger: logger})), bolt, bolt, snaps, trans)
+	old, err = raft.GetConfiguration(rc, newMetaFSM(fsm.New(fsm.Config{Logger: logger})), logs, bolt, snaps, trans)
 	if err != nil {
 		return old, recovered, fmt.Errorf("recover: read the configuration: %w", err)
 	}
@@ -123,7 +135,7 @@ func recoverCluster(opts RecoverOptions) (old, recovered raft.Configuration, err
 	rc = raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(opts.NodeID)
 	rc.Logger = logger.Named("raft")
-	if err := raft.RecoverCluster(rc, newMetaFSM(opts.FSM), bolt, bolt, snaps, trans, recovered); err != nil {
+	if err := raft.RecoverCluster(rc, newMetaFSM(opts.FSM), logs, bolt, snaps, trans, recovered); err != nil {
 		return old, recovered, fmt.Errorf("recover: %w", err)
 	}
 	if err := opts.FSM.HaltErr(); err != nil {

@@ -29,6 +29,7 @@ type Config struct {
 	NodeID           string
 	RaftAddr         string
 	Dir              string
+	RaftLogStore     string // bolt|wal
 	Save, AppendOnly string // accepted for redis.conf compatibility, no effect
 	// Observability (metrics.go).
 	MetricsAddr             string // Prometheus metrics, /livez, /readyz; empty: off
@@ -365,12 +366,17 @@ func sections() []section {
 		}},
 		{"Storage and snapshots", "", []directive{
 			stringDirective("dir", func(c *Config) *string { return &c.Dir }).is("./raftset-data",
-				"Where the Raft log (`raft.db`), the stable store and the snapshots live."),
+				"Where the Raft log (`raft.db` or `wal/`), the stable store (`raft.db`) and the snapshots live."),
 			stringDirective("save", func(c *Config) *string { return &c.Save }).is("",
 				"Accepted (from a redis.conf, or CONFIG SET) with no effect: raftset persists every write in its Raft log, "+
 					"synced on a majority before it is acknowledged, and snapshots by `snapshot-threshold`."),
 			oneOf("appendonly", func(c *Config) *string { return &c.AppendOnly }, "yes", "no").is("no",
 				"Accepted with no effect, as `save`: the Raft log is raftset's append-only file, always on."),
+			oneOf("raft-log-store", func(c *Config) *string { return &c.RaftLogStore }, cluster.LogStoreBolt, cluster.LogStoreWAL).is(
+				cluster.DefaultLogStore,
+				"Where the Raft log is kept: `bolt` (in `raft.db`, two fdatasyncs per append) or `wal` (segment files in "+
+					"`wal/`, one fsync per append). A node whose log is in the other store moves it at start; the stable "+
+					"store stays in `raft.db` either way. See docs/benchmarks.md."),
 			countDirective("snapshot-threshold", func(c *Config) *uint64 { return &c.SnapshotThreshold }).is("8192",
 				"Take a Raft snapshot (an RDB file) after this many new log entries, checked every `snapshot-interval`."),
 			{name: "snapshot-interval",

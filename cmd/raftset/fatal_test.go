@@ -22,7 +22,8 @@ import (
 // so, instead of panicking.
 func TestUndecodableEntryExits(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	p := startProc(t, dir)
+	// The test writes the entry into raft.db's log directly.
+	p := startProc(t, dir, "--raft-log-store", "bolt")
 	waitWritable(t, p.addr)
 	c := dial(t, p.addr)
 	if r := do(t, c, "SADD", "s", "a"); r != ":1\r\n" {
@@ -54,7 +55,7 @@ func TestUndecodableEntryExits(t *testing.T) {
 
 	var out bytes.Buffer
 	cmd := exec.Command(os.Args[0], "--port", fmt.Sprint(testutil.FreePort(t)),
-		"--raft-addr", fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)), "--dir", dir)
+		"--raft-addr", fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)), "--dir", dir, "--raft-log-store", "bolt")
 	cmd.Env = append(os.Environ(), "RAFTSET_TEST_MAIN=1")
 	cmd.Stderr = &syncWriter{w: &out}
 	if err := cmd.Start(); err != nil {

@@ -147,6 +147,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.PromoteLag = cfg.PromoteLag
 	cc.MasterName = cfg.MasterName
 	cc.DataDir = cfg.Dir
+	cc.LogStore = cfg.RaftLogStore
 	// A joining node never bootstraps: it is added by the cluster.
 	cc.Bootstrap = cfg.Join == ""
 	cc.Peers = peers
@@ -271,7 +272,7 @@ func (n *node) close() error {
 func (n *node) registerConfig() {
 	for _, name := range []string{"dir", "node-id", "raft-addr", "log-format", "import",
 		"peers", "join", "advertise-addr", "raft-advertise-addr", "promote-lag", "sentinel-master-name",
-		"tls-cluster", "tls-cluster-peer-names"} {
+		"tls-cluster", "tls-cluster-peer-names", "raft-log-store"} {
 		name := name
 		n.server.RegisterConfig(name, func() string { v, _ := n.cfg.Get(name); return v }, nil)
 	}
