@@ -37,8 +37,10 @@ import (
 //   - Readings never go back on a node: each is at least the previous one.
 //   - A node that restarts guesses the cluster's time from its wall clock
 //     and the offset it saved (clockFile) before it stopped; the guess
-//     serves only if it leads before applying an entry stamped after its
-//     restart, so that time the cluster spent down still counts.
+//     serves until it applies an entry stamped after its restart, so that
+//     time the node or the cluster spent down still counts: as the leader's
+//     starting point, and as a follower's estimate, which would otherwise
+//     count from the entries it replays, all stamped before it stopped.
 //
 // Config.ClockOffset shifts the node's wall clock (test-only), so the
 // Jepsen suite and the process tests can skew one node.
@@ -135,6 +137,12 @@ func (c *clusterClock) estimate(m time.Duration) int64 {
 	if !c.leading {
 		el := int64(m - c.fat)
 		t = max(t, c.floor+el-el/c.slewDiv)
+		if c.cold != 0 {
+			// A restarted follower: its state and the log entries it
+			// replays were stamped before it stopped, and counting from
+			// them would lose the time it was down.
+			t = max(t, c.cold+int64(m-c.coldAt))
+		}
 	}
 	return t
 }
@@ -154,7 +162,10 @@ func (c *clusterClock) observe(entryMs int64) {
 	}
 	c.seen = e
 	if c.cold != 0 && e > c.cold {
-		c.cold = 0 // a leader stamped this after the restart: its time is better
+		// A leader stamped this after the restart: its time is better.
+		// Readings already handed out stand (last); the floor does not
+		// keep the guess.
+		c.cold = 0
 	}
 	switch {
 	case !c.anchored:

@@ -239,6 +239,47 @@ func TestClusterClockRestartGuess(t *testing.T) {
 	}
 }
 
+// The Jepsen run that found it (ttl-clock-ahead, seed 792752419): the
+// leader and a follower are killed together for 3.6 s; the follower
+// restarts from a snapshot, the survivor wins the election, and the
+// follower replays the log entries stamped before the kill. A key set
+// 20 ms before the kill with PX 2261 had expired 1.5 s before; the
+// follower, counting from the replayed entries, answered TTL 2. It must
+// count the time it was down, from the restart guess, as a leader does;
+// an entry stamped after the restart replaces the guess, and no reading
+// goes back.
+func TestClusterClockRestartedFollowerCountsTheOutage(t *testing.T) {
+	ft := &fakeTime{}
+	const skew = 250 * time.Millisecond // n2's wall clock is true; the cluster ran 250 ms ahead (n1's)
+	kill := ft.trueMs() + skew.Milliseconds()
+	deadline := kill - 20 + 2261 // SET PX 2261, 20 ms before the kill
+
+	ft.t += 3617 * time.Millisecond // the outage
+	f := ft.node(0)
+	f.observe(kill - 5_000)        // the snapshot it restores
+	f.restartGuess(int64(skew))    // saved just before the kill
+	ft.t += 120 * time.Millisecond // the survivor wins and commits the old entries
+	for e := kill - 1_000; e <= kill; e += 100 {
+		f.observe(e) // replayed, stamped before the kill
+	}
+	want := kill + 3_617 + 120 // cluster time: the outage counted at real speed
+	if got := f.now(false); got < want-5 || got > want+5 {
+		t.Fatalf("the restarted follower reads %d, want about %d (it would see the key expiring at %d alive for %d ms more)",
+			got, want, deadline, deadline-got)
+	}
+
+	ft.t += 10 * time.Millisecond
+	before := f.now(false)
+	f.observe(want + 5) // the new leader's first entry, stamped after the restart
+	if got := f.now(false); got < before || got > want+15 {
+		t.Fatalf("after the first fresh entry the follower reads %d, want in [%d, %d]", got, before, want+15)
+	}
+	ft.t += time.Second
+	if got := f.now(false); got != want+5+1_000 {
+		t.Fatalf("a second later the follower reads %d, want the fresh entry's time + 1 s = %d", got, want+5+1_000)
+	}
+}
+
 // The node saves the clock's offset from its wall clock and a restart
 // reads it back.
 func TestClockFileRoundTrip(t *testing.T) {
