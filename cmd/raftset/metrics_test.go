@@ -208,7 +208,7 @@ func TestMetricsAndLagProcesses(t *testing.T) {
 		{"raftset_evicted_keys_total", nil, 0},
 		{"raft_commit_time_seconds", nil, 1},
 		{"raft_fsm_apply_batch_seconds", nil, 1},
-		{"raft_boltdb_store_logs_seconds", nil, 1},
+		{"raftset_log_store_logs_seconds", nil, 1},
 		{"raft_snapshot_persist_seconds", nil, 1},
 		{"process_cpu_seconds_total", nil, 0},
 	}
