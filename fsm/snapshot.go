@@ -307,6 +307,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.restoredAux = extra
 	f.auxMu.Unlock()
 	f.storeApplied(ks.index, true)
+	f.notifyFlush()
 	f.log.Info("restored snapshot", "keys", ks.Len(), "index", ks.index, "term", ks.term)
 	return nil
 }
@@ -350,6 +351,7 @@ func (f *FSM) LoadRDB(r io.Reader, opts LoadOptions) (int, error) {
 		ks.setVer(i, old.index)
 	}
 	f.ks = ks
+	f.notifyFlush()
 	return ks.Len(), nil
 }
 

@@ -33,6 +33,7 @@ const (
 type pendItem struct {
 	idx      int // -1 for a reply decided here
 	off, end int
+	sh       *shape // RESP3 form or muting (resp3.go); nil: as it is
 }
 
 // queued is a command queued by MULTI.
@@ -105,6 +106,10 @@ type client struct {
 	readonly   atomic.Bool
 	nsubs      atomic.Int32 // len(subs), for CLIENT LIST
 	npsubs     atomic.Int32
+
+	r3    resp3State  // protocol and CLIENT REPLY mode (resp3.go)
+	trk   trackState  // CLIENT TRACKING (tracking.go), under s.trk.mu
+	modes clientModes // MONITOR, CLIENT NO-EVICT / NO-TOUCH (monitor.go)
 }
 
 func newClient(s *Server, rc redcon.Conn, fc *frameConn) *client {
@@ -171,6 +176,9 @@ func (c *client) handle(args [][]byte) {
 		return
 	}
 	c.ncmds++
+	if c.r3.special {
+		c.beginCommand()
+	}
 	if len(c.fc.bigs) > 0 {
 		c.fc.takeBigArgs(args)
 	}
@@ -194,6 +202,9 @@ func (c *client) handle(args [][]byte) {
 		spec = sub
 	}
 	c.lastCmd.Store(spec)
+	if c.r3.special {
+		c.commandShape(spec, args)
+	}
 	if !spec.CheckArity(len(args)) {
 		c.reject(command.ErrArity(spec.Name))
 		return
@@ -228,6 +239,11 @@ func (c *client) handle(args [][]byte) {
 	if c.inSubscribedMode() && !allowedSubscribed(spec.Name) {
 		c.reject(errSubscribedMode(spec.Name))
 		return
+	}
+	if c.trk.on || s.mon.n.Load() > 0 || s.pause.on.Load() {
+		if c.beforeRun(spec, args) {
+			return
+		}
 	}
 	if c.inMulti {
 		c.queueCommand(spec, args)
@@ -265,12 +281,12 @@ func (c *client) reject(msg string) {
 // pending, the reply waits for it so that replies keep their order.
 func (c *client) reply(b []byte) {
 	if c.run == runNone {
-		c.write(b)
+		c.writeShaped(c.r3.cur, b)
 		return
 	}
 	off := len(c.decided)
 	c.decided = append(c.decided, b...)
-	c.pend = append(c.pend, pendItem{idx: -1, off: off, end: len(c.decided)})
+	c.pend = append(c.pend, pendItem{idx: -1, off: off, end: len(c.decided), sh: c.r3.cur})
 }
 
 func (c *client) write(b []byte) {
@@ -293,7 +309,7 @@ func (c *client) pendWrite(op command.Op, args [][]byte) {
 		c.flush()
 	}
 	c.run = runWrite
-	c.pend = append(c.pend, pendItem{idx: len(c.ops)})
+	c.pend = append(c.pend, pendItem{idx: len(c.ops), sh: c.r3.cur})
 	c.ops = append(c.ops, op)
 	c.addRunBytes(args)
 }
@@ -305,7 +321,7 @@ func (c *client) pendRead(args [][]byte) {
 		c.flush()
 	}
 	c.run = runRead
-	c.pend = append(c.pend, pendItem{idx: len(c.reads)})
+	c.pend = append(c.pend, pendItem{idx: len(c.reads), sh: c.r3.cur})
 	c.reads = append(c.reads, args)
 	c.addRunBytes(args)
 }
@@ -330,15 +346,18 @@ func (c *client) flush() {
 		var index uint64
 		replies, index = c.s.store.WriteIndexed(c.s.ctx, c.ops)
 		c.lastWrite = max(c.lastWrite, index)
+		if c.trk.own != nil {
+			c.ownWritesDone()
+		}
 	case runRead:
 		replies = c.s.store.ReadBatch(c.s.ctx, c.reads, c.stale)
 	}
 	for _, p := range c.pend {
 		switch {
 		case p.idx < 0:
-			c.write(c.decided[p.off:p.end])
+			c.writeShaped(p.sh, c.decided[p.off:p.end])
 		case p.idx < len(replies) && len(replies[p.idx]) > 0:
-			c.write(replies[p.idx])
+			c.writeShaped(p.sh, replies[p.idx])
 		default:
 			c.s.log.Error("store returned no reply", "op", p.idx, "replies", len(replies))
 			c.write(errNoReply)
