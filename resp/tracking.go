@@ -54,9 +54,9 @@ var (
 type tracker struct {
 	active atomic.Int32 // connections with tracking on
 
-	mu    sync.Mutex
-	keys  map[string]map[*client]struct{} // default mode: who read the key
-	bcast map[*client]struct{}
+	mu     sync.Mutex
+	keys   map[string]map[*client]struct{} // default mode: who read the key
+	bcast  map[*client]struct{}
 	hooked bool
 
 	qmu     sync.Mutex
