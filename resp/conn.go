@@ -352,6 +352,9 @@ func (c *client) flush() {
 	case runRead:
 		replies = c.s.store.ReadBatch(c.s.ctx, c.reads, c.stale)
 	}
+	if len(c.trk.inflight) > 0 {
+		c.readsDone()
+	}
 	for _, p := range c.pend {
 		switch {
 		case p.idx < 0:

@@ -40,6 +40,9 @@ type shape struct {
 	elem   *shape            // elements of an array, set or push; map values not in fields
 	elems  []*shape          // positional shapes of an array's first elements
 	fields map[string]*shape // map values by key
+	// emptySet: an array that Redis sends as an empty set when it has no
+	// elements (COMMAND INFO's subcommands).
+	emptySet bool
 }
 
 var (
@@ -63,12 +66,13 @@ var replyShapes = buildReplyShapes()
 
 func buildReplyShapes() map[string]*shape {
 	// COMMAND INFO: [name arity flags first last step categories tips
-	// key-specs subcommands], flags, categories and tips as sets.
+	// key-specs subcommands], flags, categories, tips and key specs as sets.
 	keySpec := mapWith(map[string]*shape{"flags": setShape,
 		"begin_search": mapWith(map[string]*shape{"spec": mapShape}),
 		"find_keys":    mapWith(map[string]*shape{"spec": mapShape})})
 	info := &shape{kind: shArray}
-	info.elems = []*shape{nil, nil, setShape, nil, nil, nil, setShape, setShape, arrayOf(keySpec), arrayOf(info)}
+	info.elems = []*shape{nil, nil, setShape, nil, nil, nil, setShape, setShape, {kind: shSet, elem: keySpec},
+		{kind: shArray, elem: info, emptySet: true}}
 	// COMMAND DOCS: a map of name → doc map; arguments nest.
 	arg := mapWith(map[string]*shape{"flags": setShape})
 	arg.fields["arguments"] = arrayOf(arg)
@@ -273,6 +277,9 @@ func convert(dst, src []byte, sh *shape) ([]byte, []byte, bool) {
 			return append(dst, '_', '\r', '\n'), rest, true
 		}
 		hdr, count := byte('*'), n
+		if n == 0 && sh != nil && sh.emptySet {
+			hdr = '~'
+		}
 		switch kind {
 		case shSet:
 			hdr = '~'

@@ -22,9 +22,12 @@ import (
 // invalidations. While no connection tracks, the store is not asked for the
 // keys at all.
 //
-// Keys a connection reads are remembered before the read is run, so a
-// write applied after the read's state was taken always invalidates it (a
-// write applied before may invalidate it needlessly, which is harmless).
+// Keys a connection reads are remembered before the read is run, with the
+// number of the last notification queued then: a write applied after that
+// invalidates the key (one applied before the read's state was taken may
+// do so needlessly, which is harmless). The key stays remembered until a
+// write queued after the read returned has invalidated it, so a write that
+// races the read can neither be missed nor use up the entry.
 //
 // Differences from Redis: NOLOOP skips the invalidation of a key only while
 // this connection's own write of it is under way, so a connection may get
@@ -55,9 +58,10 @@ type tracker struct {
 	active atomic.Int32 // connections with tracking on
 
 	mu     sync.Mutex
-	keys   map[string]map[*client]struct{} // default mode: who read the key
+	keys   map[string]map[*client]readMark // default mode: who read the key
 	bcast  map[*client]struct{}
 	hooked bool
+	seq    atomic.Uint64 // notifications queued so far
 
 	qmu     sync.Mutex
 	queue   []writtenNote
@@ -67,9 +71,15 @@ type tracker struct {
 }
 
 type writtenNote struct {
+	seq     uint64
 	keys    [][]byte
 	flushed bool
 }
+
+// readMark is a remembered read: the notification count when it was
+// remembered, and one more than the count when it returned (0: still
+// running).
+type readMark struct{ from, done uint64 }
 
 // trackState is a connection's CLIENT TRACKING state: written by its own
 // goroutine under tracker.mu, read by the sender under it.
@@ -81,6 +91,7 @@ type trackState struct {
 	caching                          bool // CLIENT CACHING yes (OPTIN) or no (OPTOUT) given
 	cachingHold                      bool // the flag survives the current command
 	own                              map[string]int
+	inflight                         []string // keys of reads not yet answered
 }
 
 // trackingRedirect is CLIENT LIST's redir field.
@@ -304,7 +315,7 @@ func (c *client) trackCommand(spec *command.Spec, args [][]byte) {
 	if !st.on {
 		return
 	}
-	keep := st.cachingHold || c.inMulti || strings.HasPrefix(spec.Name, "client|")
+	keep := st.cachingHold || (c.inMulti && spec.Name != "exec") || strings.HasPrefix(spec.Name, "client|")
 	st.cachingHold = false
 	defer func() {
 		if !keep {
@@ -329,17 +340,24 @@ func (c *client) trackCommand(spec *command.Spec, args [][]byte) {
 		switch {
 		case isRead && !st.bcast && !(st.optin && !st.caching) && !(st.optout && st.caching):
 			pos, _, _ := sp.FindKeys(argvs[i])
+			from := t.seq.Load()
 			for _, p := range pos {
 				k := string(argvs[i][p])
 				set := t.keys[k]
 				if set == nil {
 					if t.keys == nil {
-						t.keys = map[string]map[*client]struct{}{}
+						t.keys = map[string]map[*client]readMark{}
 					}
-					set = map[*client]struct{}{}
+					set = map[*client]readMark{}
 					t.keys[k] = set
 				}
-				set[c] = struct{}{}
+				m, ok := set[c]
+				if !ok {
+					m.from = from
+				}
+				m.done = 0
+				set[c] = m
+				st.inflight = append(st.inflight, k)
 			}
 		case sp.Has(command.Write) && st.noloop:
 			pos, _, _ := sp.FindKeys(argvs[i])
@@ -359,6 +377,21 @@ func (c *client) ownWritesDone() {
 	t := &c.s.trk
 	t.mu.Lock()
 	c.trk.own = nil
+	t.mu.Unlock()
+}
+
+// readsDone marks the connection's remembered reads as answered (flush).
+func (c *client) readsDone() {
+	t := &c.s.trk
+	t.mu.Lock()
+	done := t.seq.Load()
+	for _, k := range c.trk.inflight {
+		if m, ok := t.keys[k][c]; ok && m.done == 0 {
+			m.done = done + 1
+			t.keys[k][c] = m
+		}
+	}
+	c.trk.inflight = c.trk.inflight[:0]
 	t.mu.Unlock()
 }
 
@@ -393,8 +426,9 @@ func (s *Server) written(keys [][]byte, flushed bool) {
 		t.overrun = true
 		t.queue = t.queue[:0]
 	}
+	seq := t.seq.Add(1)
 	if !t.overrun {
-		t.queue = append(t.queue, writtenNote{keys: keys, flushed: flushed})
+		t.queue = append(t.queue, writtenNote{seq: seq, keys: keys, flushed: flushed})
 	}
 	t.qmu.Unlock()
 	select {
@@ -421,7 +455,7 @@ func (s *Server) sendInvalidations() {
 		t.queue, t.overrun = nil, false
 		t.qmu.Unlock()
 		if overrun {
-			notes = append([]writtenNote{{flushed: true}}, notes...)
+			notes = append([]writtenNote{{seq: t.seq.Load(), flushed: true}}, notes...)
 		}
 		s.dispatch(notes)
 	}
@@ -435,13 +469,14 @@ func (s *Server) dispatch(notes []writtenNote) {
 	type out struct {
 		keys    [][]byte
 		flushed bool
+		bcast   bool
 	}
 	sends := map[*client]*out{}
 	var order []*client
 	get := func(c *client) *out {
 		o := sends[c]
 		if o == nil {
-			o = &out{}
+			o = &out{bcast: c.trk.bcast}
 			sends[c] = o
 			order = append(order, c)
 		}
@@ -450,7 +485,16 @@ func (s *Server) dispatch(notes []writtenNote) {
 	t.mu.Lock()
 	for _, n := range notes {
 		if n.flushed {
-			t.keys = nil
+			for k, set := range t.keys {
+				for c, m := range set {
+					if m.done != 0 && n.seq >= m.done {
+						delete(set, c)
+					}
+				}
+				if len(set) == 0 {
+					delete(t.keys, k)
+				}
+			}
 			for _, c := range s.clientList() {
 				if c.trk.on {
 					get(c).flushed = true
@@ -463,14 +507,27 @@ func (s *Server) dispatch(notes []writtenNote) {
 				continue
 			}
 			seen[string(k)] = true
-			for c := range t.keys[string(k)] {
-				if !c.trk.on || c.trk.bcast || c.ownWrite(k) {
+			set := t.keys[string(k)]
+			for c, m := range set {
+				if !c.trk.on || c.trk.bcast {
+					delete(set, c)
+					continue
+				}
+				if n.seq <= m.from {
+					continue // the read saw this write
+				}
+				if m.done != 0 && n.seq >= m.done {
+					delete(set, c) // a write after the read: the entry is used up
+				}
+				if c.ownWrite(k) {
 					continue
 				}
 				o := get(c)
 				o.keys = append(o.keys, k)
 			}
-			delete(t.keys, string(k))
+			if set != nil && len(set) == 0 {
+				delete(t.keys, string(k))
+			}
 			for c := range t.bcast {
 				if c.trk.ownWriteBcast(k) {
 					continue
@@ -494,7 +551,7 @@ func (s *Server) dispatch(notes []writtenNote) {
 		if len(o.keys) == 0 {
 			continue
 		}
-		if c.trk.bcast {
+		if o.bcast {
 			s.sendInvalidate(c, o.keys, false)
 			continue
 		}
