@@ -94,6 +94,32 @@ func TestClientSubcommandsMatchRedis(t *testing.T) {
 	}
 }
 
+// TestClientHelpMatchesRedis: CLIENT HELP is Redis 7.0's, less UNBLOCK
+// (raftset has no blocking commands), plus 7.2's SETINFO and NO-TOUCH.
+func TestClientHelpMatchesRedis(t *testing.T) {
+	_, ours, theirs := raftsetAndRedis(t)
+	a, b := doRESP(t, ours, "CLIENT", "HELP").Strings(), doRESP(t, theirs, "CLIENT", "HELP").Strings()
+	drop := func(lines []string, heads ...string) []string {
+		var out []string
+		skip := false
+		for _, l := range lines {
+			if !strings.HasPrefix(l, " ") {
+				skip = false
+				for _, h := range heads {
+					skip = skip || strings.HasPrefix(l, h)
+				}
+			}
+			if !skip {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if x, y := drop(a, "SETINFO", "NO-TOUCH"), drop(b, "UNBLOCK"); strings.Join(x, "\n") != strings.Join(y, "\n") {
+		t.Errorf("CLIENT HELP:\n%s\nredis:\n%s", strings.Join(x, "\n"), strings.Join(y, "\n"))
+	}
+}
+
 // TestClientReplyMatchesRedis pipelines CLIENT REPLY OFF/SKIP/ON around
 // other commands (a rejected one included) and compares the bytes that
 // come back.
