@@ -325,6 +325,12 @@ func (c *client) trackCommand(spec *command.Spec, args [][]byte) {
 	if c.inMulti && spec.Name != "exec" {
 		return // queued: remembered at EXEC
 	}
+	if spec.Has(command.Write) || spec.Name == "exec" {
+		// As in Redis, the invalidations this write causes for the
+		// connection itself follow its reply: hold pushes until the reply
+		// is written.
+		c.fc.startPushes()
+	}
 	specs, argvs := []*command.Spec{spec}, [][][]byte{args}
 	if spec.Name == "exec" {
 		specs, argvs = specs[:0], argvs[:0]
