@@ -1,6 +1,9 @@
 package cluster
 
-import "raftset/internal/acl"
+import (
+	"raftset/fsm"
+	"raftset/internal/acl"
+)
 
 // Users returns the ACL users the state machine keeps (replicated through
 // the log), for the front end to authenticate and check commands. It is nil
@@ -10,4 +13,20 @@ func (n *Node) Users() *acl.Registry {
 		return u.Users()
 	}
 	return nil
+}
+
+// OnWritten has fn called, on every replica, with the keys each applied
+// entry changed (and whether it emptied the keyspace), for the front end's
+// CLIENT TRACKING; nil stops the calls. fn runs on the apply path and must
+// only hand the keys over. A state machine that cannot tell does nothing.
+func (n *Node) OnWritten(fn func(keys [][]byte, flushed bool)) {
+	w, ok := n.fsm.(interface{ OnWritten(fsm.WrittenFunc) })
+	if !ok {
+		return
+	}
+	if fn == nil {
+		w.OnWritten(nil)
+		return
+	}
+	w.OnWritten(fn)
 }

@@ -26,6 +26,9 @@ func cmdFlush(c *execCtx, args [][]byte) {
 	}
 	c.ks.clear()
 	c.ks.lastDel = c.index
+	if c.rec != nil {
+		c.rec.flushed = true
+	}
 	c.ok()
 }
 

@@ -26,6 +26,7 @@ type execCtx struct {
 	write         bool // the running command may change state
 	src           setenc.Source
 	out           []byte
+	rec           *written // keys changed, for OnWritten (written.go); nil: nobody listens
 }
 
 // cmdDef is one entry of the dispatch table.
@@ -178,12 +179,16 @@ func (c *execCtx) peek(key []byte) int {
 // deleteAt removes the key at pos. Positions of other keys may change (the
 // last key moves into the hole), so callers find keys again afterwards.
 func (c *execCtx) deleteAt(pos int) {
+	c.wrote(pos)
 	c.ks.remove(pos)
 	c.ks.lastDel = c.index
 }
 
 // touch records that the key at pos changed in this entry (its WATCH stamp).
-func (c *execCtx) touch(pos int) { c.ks.setVer(pos, c.index) }
+func (c *execCtx) touch(pos int) {
+	c.ks.setVer(pos, c.index)
+	c.wrote(pos)
+}
 
 func (c *execCtx) isSet(pos int) bool { return c.ks.isSet(pos) }
 

@@ -71,8 +71,9 @@ type FSM struct {
 
 	scripts scriptState // Lua interpreters and compiled scripts (cmd_script.go)
 
-	counters counters    // INFO stats (access.go)
-	mem      memoryState // the accounted memory and maxmemory settings, lock-free (evict.go)
+	counters counters                    // INFO stats (access.go)
+	mem      memoryState                 // the accounted memory and maxmemory settings, lock-free (evict.go)
+	written  atomic.Pointer[WrittenFunc] // OnWritten (written.go)
 }
 
 var (
@@ -170,6 +171,10 @@ func (f *FSM) applyLocked(l *raft.Log, e *command.Entry) *ApplyResult {
 	ks.now = max(ks.now, e.NowMs)
 	c := &execCtx{f: f, ks: ks, now: ks.now, index: l.Index, term: l.Term, applying: true,
 		out: make([]byte, 0, 16*len(e.Ops))}
+	hook := f.written.Load()
+	if hook != nil {
+		c.rec = &written{}
+	}
 	res := &ApplyResult{Replies: make([][]byte, len(e.Ops))}
 	ends := make([]int, len(e.Ops))
 	for i := range e.Ops {
@@ -180,6 +185,9 @@ func (f *FSM) applyLocked(l *raft.Log, e *command.Entry) *ApplyResult {
 		}
 		c.execOp(&e.Ops[i])
 		ends[i] = len(c.out)
+	}
+	if hook != nil && (len(c.rec.keys) > 0 || c.rec.flushed) {
+		(*hook)(c.rec.keys, c.rec.flushed)
 	}
 	start := 0
 	for i, end := range ends {

@@ -314,6 +314,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.restoredAux = extra
 	f.auxMu.Unlock()
 	f.storeApplied(ks.index, true)
+	f.notifyFlush()
 	f.log.Info("restored snapshot", "keys", ks.Len(), "index", ks.index, "term", ks.term)
 	return nil
 }
@@ -361,6 +362,7 @@ func (f *FSM) LoadRDB(r io.Reader, opts LoadOptions) (int, error) {
 	ks.acct.resetAccess(ks.now, ks.evict.Policy.lfu())
 	f.ks = ks
 	f.publishMemory()
+	f.notifyFlush()
 	return ks.Len(), nil
 }
 

@@ -293,7 +293,7 @@ func appendArgs(dst []byte, args []*command.Arg) []byte {
 			}
 		}
 		n := 4
-		for _, present := range []bool{a.KeySpec >= 0, a.Token != "", a.Since != "", len(flags) > 0, len(a.Args) > 0} {
+		for _, present := range []bool{a.KeySpec >= 0, a.Token != "", a.Since != "", a.DeprecatedSince != "", len(flags) > 0, len(a.Args) > 0} {
 			if present {
 				n += 2
 			}
@@ -314,6 +314,10 @@ func appendArgs(dst []byte, args []*command.Arg) []byte {
 		if a.Since != "" {
 			dst = command.AppendBulkString(dst, "since")
 			dst = command.AppendBulkString(dst, a.Since)
+		}
+		if a.DeprecatedSince != "" {
+			dst = command.AppendBulkString(dst, "deprecated_since")
+			dst = command.AppendBulkString(dst, a.DeprecatedSince)
 		}
 		if len(flags) > 0 {
 			dst = command.AppendBulkString(dst, "flags")

@@ -52,6 +52,12 @@ func (c *client) local(spec *command.Spec, args [][]byte) {
 	c.scratch = c.runLocal(c.scratch[:0], spec, args)
 	c.accountLocal(spec, args, time.Since(start), c.scratch)
 	c.reply(c.scratch)
+	if c.modes.closeAfterReply {
+		// CLIENT KILL of this very connection (monitor.go).
+		c.flush()
+		c.quit = true
+		_ = c.rc.Close()
+	}
 }
 
 // runLocal appends the reply of a local command (one that is neither a
@@ -141,6 +147,29 @@ func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte 
 		return c.cmdClientList(dst, args)
 	case "client|help":
 		return command.AppendHelp(dst, "CLIENT", clientHelp)
+	case "client|tracking":
+		return c.cmdTracking(dst, args)
+	case "client|caching":
+		return c.cmdCaching(dst, args)
+	case "client|getredir":
+		return c.cmdGetredir(dst)
+	case "client|trackinginfo":
+		return c.cmdTrackinginfo(dst)
+	case "client|kill":
+		return c.cmdClientKill(dst, args)
+	case "client|pause":
+		return c.cmdClientPause(dst, args)
+	case "client|unpause":
+		s.unpause()
+		return append(dst, command.OK...)
+	case "client|reply":
+		return c.cmdClientReply(dst, args)
+	case "client|no-evict":
+		return cmdOnOff(dst, args[2], &c.modes.noEvict)
+	case "client|no-touch":
+		return cmdOnOff(dst, args[2], &c.modes.noTouch)
+	case "monitor":
+		return append(dst, c.cmdMonitor()...)
 	case "config|get":
 		return c.cmdConfigGet(dst, args[2:])
 	case "config|set":
@@ -212,17 +241,22 @@ const errHelloNoAuth = "NOAUTH HELLO must be called with the client already auth
 	"the client and select the RESP protocol version at the same time"
 
 // cmdHello answers HELLO [protover [AUTH user pass] [SETNAME name]] in
-// Redis's order of checks. Only RESP2 is spoken: HELLO 3 gets -NOPROTO and
-// clients fall back to RESP2.
+// Redis's order of checks; HELLO 3 switches the connection to RESP3
+// (resp3.go), and the reply already takes the new protocol's form.
 func (c *client) cmdHello(dst []byte, args [][]byte) []byte {
+	proto := int64(2)
+	if c.r3.resp3 {
+		proto = 3
+	}
 	if len(args) >= 2 {
 		ver, ok := strictint.Parse(args[1])
 		if !ok {
 			return command.AppendError(dst, "ERR Protocol version is not an integer or out of range")
 		}
-		if ver != 2 {
+		if ver != 2 && ver != 3 {
 			return command.AppendError(dst, "NOPROTO unsupported protocol version")
 		}
+		proto = ver
 	}
 	var user, pass, name []byte
 	setName := false
@@ -255,13 +289,17 @@ func (c *client) cmdHello(dst []byte, args [][]byte) []byte {
 		c.name = string(name)
 		c.mu.Unlock()
 	}
+	c.setProto(int(proto))
+	if c.r3.special && c.r3.cur != muteShape {
+		c.r3.cur = replyShapes["hello"]
+	}
 	dst = command.AppendArray(dst, 14)
 	dst = command.AppendBulkString(dst, "server")
 	dst = command.AppendBulkString(dst, "redis")
 	dst = command.AppendBulkString(dst, "version")
 	dst = command.AppendBulkString(dst, c.s.cfg.RedisVersion)
 	dst = command.AppendBulkString(dst, "proto")
-	dst = command.AppendInt(dst, 2)
+	dst = command.AppendInt(dst, proto)
 	dst = command.AppendBulkString(dst, "id")
 	dst = command.AppendInt(dst, c.id)
 	dst = command.AppendBulkString(dst, "mode")
@@ -433,29 +471,66 @@ func (c *client) infoLine(dst []byte) []byte {
 	dst = append(dst, cmd...)
 	dst = append(dst, " user="...)
 	dst = append(dst, user...)
-	dst = append(dst, " redir=-1 resp=2 lib-name="...)
+	dst = append(dst, " redir="...)
+	dst = strconv.AppendInt(dst, c.trackingRedirect(), 10)
+	dst = append(dst, " resp="...)
+	dst = strconv.AppendInt(dst, int64(max(2, c.r3.proto.Load())), 10)
+	dst = append(dst, " lib-name="...)
 	dst = append(dst, libName...)
 	dst = append(dst, " lib-ver="...)
 	return append(dst, libVer...)
 }
 
 var clientHelp = []string{
+	"CACHING (YES|NO)",
+	"    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+	"GETREDIR",
+	"    Return the client ID we are redirecting to when tracking is enabled.",
 	"GETNAME",
 	"    Return the name of the current connection.",
 	"ID",
 	"    Return the ID of the current connection.",
 	"INFO",
 	"    Return information about the current client connection.",
+	"KILL <ip:port>",
+	"    Kill connection made from <ip:port>.",
+	"KILL <option> <value> [<option> <value> [...]]",
+	"    Kill connections. Options are:",
+	"    * ADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made from the specified address",
+	"    * LADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made to specified local address",
+	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+	"      Kill connections by type.",
+	"    * USER <username>",
+	"      Kill connections authenticated by <username>.",
+	"    * SKIPME (YES|NO)",
+	"      Skip killing current connection (default: yes).",
 	"LIST [options ...]",
 	"    Return information about client connections. Options:",
 	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
 	"      Return clients of specified type.",
+	"UNPAUSE",
+	"    Stop the current client pause, resuming traffic.",
+	"PAUSE <timeout> [WRITE|ALL]",
+	"    Suspend all, or just write, clients for <timeout> milliseconds.",
+	"REPLY (ON|OFF|SKIP)",
+	"    Control the replies sent to the current connection.",
 	"SETNAME <name>",
 	"    Assign the name <name> to the current connection.",
 	"SETINFO <option> <value>",
 	"    Set client meta attr. Options are:",
 	"    * LIB-NAME: the client lib name.",
 	"    * LIB-VER: the client lib version.",
+	"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+	"         [OPTIN] [OPTOUT] [NOLOOP]",
+	"    Control server assisted client side caching.",
+	"TRACKINGINFO",
+	"    Report tracking status for the current connection.",
+	"NO-EVICT (ON|OFF)",
+	"    Protect current client connection from eviction.",
+	"NO-TOUCH (ON|OFF)",
+	"    Will not touch LRU/LFU stats when this mode is on.",
 	"HELP",
 	"    Prints this help.",
 }
@@ -514,4 +589,5 @@ func (c *client) reset() {
 	c.mu.Lock()
 	c.name = ""
 	c.mu.Unlock()
+	c.resetModes()
 }

@@ -35,6 +35,7 @@ type pendItem struct {
 	idx      int // -1 for a reply decided here
 	off, end int
 	spec     *command.Spec // the command answered by the store (observe.go)
+	sh       *shape        // RESP3 form or muting (resp3.go); nil: as it is
 }
 
 // queued is a command queued by MULTI.
@@ -113,6 +114,10 @@ type client struct {
 	readonly   atomic.Bool
 	nsubs      atomic.Int32 // len(subs), for CLIENT LIST
 	npsubs     atomic.Int32
+
+	r3    resp3State  // protocol and CLIENT REPLY mode (resp3.go)
+	trk   trackState  // CLIENT TRACKING (tracking.go), under s.trk.mu
+	modes clientModes // MONITOR, CLIENT NO-EVICT / NO-TOUCH (monitor.go)
 }
 
 func newClient(s *Server, rc redcon.Conn, fc *frameConn) *client {
@@ -190,6 +195,9 @@ func (c *client) handle(args [][]byte) {
 	}
 	c.ncmds++
 	c.cur = nil
+	if c.r3.special {
+		c.beginCommand()
+	}
 	if len(c.fc.bigs) > 0 {
 		c.fc.takeBigArgs(args)
 	}
@@ -214,6 +222,9 @@ func (c *client) handle(args [][]byte) {
 	}
 	c.lastCmd.Store(spec)
 	c.cur = spec
+	if c.r3.special {
+		c.commandShape(spec, args)
+	}
 	if !spec.CheckArity(len(args)) {
 		c.reject(command.ErrArity(spec.Name))
 		return
@@ -248,6 +259,11 @@ func (c *client) handle(args [][]byte) {
 	if c.inSubscribedMode() && !allowedSubscribed(spec.Name) {
 		c.reject(errSubscribedMode(spec.Name))
 		return
+	}
+	if c.trk.on || s.mon.n.Load() > 0 || s.pause.on.Load() {
+		if c.beforeRun(spec, args) {
+			return
+		}
 	}
 	if c.inMulti {
 		c.queueCommand(spec, args)
@@ -286,12 +302,12 @@ func (c *client) reject(msg string) {
 // pending, the reply waits for it so that replies keep their order.
 func (c *client) reply(b []byte) {
 	if c.run == runNone {
-		c.write(b)
+		c.writeShaped(c.r3.cur, b)
 		return
 	}
 	off := len(c.decided)
 	c.decided = append(c.decided, b...)
-	c.pend = append(c.pend, pendItem{idx: -1, off: off, end: len(c.decided)})
+	c.pend = append(c.pend, pendItem{idx: -1, off: off, end: len(c.decided), sh: c.r3.cur})
 }
 
 func (c *client) write(b []byte) {
@@ -315,7 +331,7 @@ func (c *client) pendWrite(op command.Op, args [][]byte) {
 		c.flush()
 	}
 	c.run = runWrite
-	c.pend = append(c.pend, pendItem{idx: len(c.ops), spec: c.cur})
+	c.pend = append(c.pend, pendItem{idx: len(c.ops), spec: c.cur, sh: c.r3.cur})
 	c.ops = append(c.ops, op)
 	c.addRunBytes(args)
 }
@@ -327,7 +343,7 @@ func (c *client) pendRead(args [][]byte) {
 		c.flush()
 	}
 	c.run = runRead
-	c.pend = append(c.pend, pendItem{idx: len(c.reads), spec: c.cur})
+	c.pend = append(c.pend, pendItem{idx: len(c.reads), spec: c.cur, sh: c.r3.cur})
 	c.reads = append(c.reads, args)
 	c.addRunBytes(args)
 }
@@ -353,16 +369,22 @@ func (c *client) flush() {
 		var index uint64
 		replies, index = c.s.store.WriteIndexed(c.s.ctx, c.ops)
 		c.lastWrite = max(c.lastWrite, index)
+		if c.trk.own != nil {
+			c.ownWritesDone()
+		}
 	case runRead:
 		replies = c.s.store.ReadBatch(c.s.ctx, c.reads, c.stale)
 	}
 	c.accountRun(time.Since(start), replies)
+	if len(c.trk.inflight) > 0 {
+		c.readsDone()
+	}
 	for _, p := range c.pend {
 		switch {
 		case p.idx < 0:
-			c.write(c.decided[p.off:p.end])
+			c.writeShaped(p.sh, c.decided[p.off:p.end])
 		case p.idx < len(replies) && len(replies[p.idx]) > 0:
-			c.write(replies[p.idx])
+			c.writeShaped(p.sh, replies[p.idx])
 		default:
 			c.s.log.Error("store returned no reply", "op", p.idx, "replies", len(replies))
 			c.write(errNoReply)

@@ -108,6 +108,9 @@ func (c *client) exec() {
 		}
 		tx.Ops[i] = command.Op{Kind: command.OpReply, Reply: reply}
 	}
+	if c.r3.special {
+		c.r3.cur = c.txShape()
+	}
 	c.watches = nil
 	c.endMulti()
 	if data == 0 && len(tx.Watches) == 0 {

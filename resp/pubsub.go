@@ -104,6 +104,9 @@ func (s *Server) Publish(channel string, message []byte) int {
 		}
 		msg = command.AppendBulkString(msg, channel)
 		msg = command.AppendBulk(msg, message)
+		if tg.c.isRESP3() {
+			msg[0] = '>' // a push message (resp3.go)
+		}
 		tg.c.fc.push(msg)
 	}
 	return len(targets)
@@ -113,8 +116,9 @@ func (s *Server) Publish(channel string, message []byte) int {
 func (c *client) subscriptions() int { return len(c.subs) + len(c.psubs) }
 
 // inSubscribedMode reports whether only the pub/sub commands (and PING,
-// QUIT) may run: Redis's RESP2 subscribed mode.
-func (c *client) inSubscribedMode() bool { return len(c.subs)+len(c.psubs) > 0 }
+// QUIT) may run: Redis's RESP2 subscribed mode. A RESP3 connection gets
+// messages as pushes and may run anything.
+func (c *client) inSubscribedMode() bool { return len(c.subs)+len(c.psubs) > 0 && !c.r3.resp3 }
 
 // allowedSubscribed lists the commands a subscribed connection may run.
 func allowedSubscribed(name string) bool {

@@ -102,6 +102,10 @@ type Server struct {
 
 	lim limits // limits.go
 
+	trk   tracker    // CLIENT TRACKING (tracking.go)
+	mon   monitors   // MONITOR (monitor.go)
+	pause pauseState // CLIENT PAUSE (monitor.go)
+
 	cfgMu    sync.RWMutex
 	params   map[string]param
 	logLevel string
@@ -354,6 +358,8 @@ func (s *Server) closedConn(rc redcon.Conn, err error) {
 	delete(s.clients, c.id)
 	s.mu.Unlock()
 	c.leavePubsub()
+	c.trackingOff()
+	c.leaveMonitor()
 	if err != nil && !errors.Is(err, errRefused) && s.ctx.Err() == nil {
 		s.log.Debug("connection closed", "addr", c.addr, "error", err)
 	}

@@ -33,7 +33,7 @@ func TestServerEndToEnd(t *testing.T) {
 		{[]string{"SADD", "lp", "c"}, ":1\r\n"},
 		{[]string{"OBJECT", "ENCODING", "lp"}, "$9\r\nhashtable\r\n"},
 		{[]string{"CONFIG", "SET", "set-max-listpack-entries", "128"}, "+OK\r\n"},
-		{[]string{"HELLO", "3"}, "-NOPROTO unsupported protocol version\r\n"},
+		{[]string{"HELLO", "4"}, "-NOPROTO unsupported protocol version\r\n"},
 		{[]string{"SELECT", "1"}, "-ERR DB index is out of range\r\n"},
 		{[]string{"SELECT", "0"}, "+OK\r\n"},
 		{[]string{"GET", "lp"}, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},

@@ -16,6 +16,9 @@ type Arg struct {
 	Type  string // key, string, integer, double, pattern, unix-time, pure-token, oneof, block
 	Token string // the literal word before the value ("EX"), if any
 	Since string // the version that added the argument, if later than the command
+	// DeprecatedSince is the version that deprecated the argument (CLIENT
+	// KILL's old ip:port form).
+	DeprecatedSince string
 	// KeySpec is the index of this key argument's key specification in
 	// COMMAND INFO; -1 for arguments that are not keys.
 	KeySpec       int
@@ -57,6 +60,8 @@ type KeySpec struct {
 //	                   start with a token: [TOKEN label: ...]
 //	x...  x...+        multiple; multiple with the token repeated each time
 //	x@7.0.0            the argument is newer than its command
+//	x~2.8.12           the argument is deprecated since that version
+//	ip:port:string     a name may hold colons: the type follows the last one
 //	k:key{=0}          a key sharing key specification 0 (LCS's two keys)
 //	p:pattern{?RO,access} a pattern or key whose spec is "unknown": its keys
 //	                   have no position (SORT's BY, GET and STORE)
@@ -210,7 +215,12 @@ func (p *argParser) item() (*Arg, error) {
 		return a, p.suffixes(a, suffix)
 	default:
 		base, suffix := splitSuffix(w)
-		name, typ, ok := strings.Cut(base, ":")
+		i := strings.LastIndexByte(base, ':')
+		ok := i >= 0
+		name, typ := base, ""
+		if ok {
+			name, typ = base[:i], base[i+1:]
+		}
 		if !ok || name == "" {
 			return nil, fmt.Errorf("argument %q has no type", w)
 		}
@@ -306,7 +316,7 @@ func (p *argParser) suffixes(a *Arg, s string) error {
 			a.Multiple, a.MultipleToken, s = true, true, s[4:]
 		case strings.HasPrefix(s, "..."):
 			a.Multiple, s = true, s[3:]
-		case s[0] == '@':
+		case s[0] == '@' || s[0] == '~':
 			// A version runs to the next suffix: digits and dots.
 			end := 1
 			for end < len(s) && (s[end] == '.' && !strings.HasPrefix(s[end:], "...") || '0' <= s[end] && s[end] <= '9') {
@@ -314,6 +324,10 @@ func (p *argParser) suffixes(a *Arg, s string) error {
 			}
 			if end == 1 {
 				return fmt.Errorf("argument %s: empty version", a.Name)
+			}
+			if s[0] == '~' {
+				a.DeprecatedSince, s = s[1:end], s[end:]
+				continue
 			}
 			a.Since, s = s[1:end], s[end:]
 		case s[0] == '{':
@@ -365,7 +379,7 @@ func btoi(b bool) int {
 
 // splitSuffix cuts a word at its first suffix.
 func splitSuffix(w string) (base, suffix string) {
-	if i := strings.IndexAny(w, ".@{"); i >= 0 {
+	if i := strings.IndexAny(w, ".@{~"); i >= 0 {
 		return w[:i], w[i:]
 	}
 	return w, ""

@@ -354,7 +354,28 @@ func Commands() Table {
 					"[ID id: client-id:integer...]@6.2.0"),
 			spec("client|setinfo", 4, Conn|fast, 0, 0, 0, "connection", "7.2.0", "Sets information specific to the client or connection.").
 				syntax("(attr: LIB-NAME libname:string | LIB-VER libver:string)"),
-			spec("client|help", 2, Conn, 0, 0, 0, "connection", "5.0.0", "Returns helpful text about the different subcommands.")),
+			spec("client|help", 2, Conn, 0, 0, 0, "connection", "5.0.0", "Returns helpful text about the different subcommands."),
+			// Client-side caching, output control and other connections (resp/tracking.go, resp/monitor.go).
+			spec("client|tracking", -3, Conn, 0, 0, 0, "connection", "6.0.0", "Controls server-assisted client-side caching for the connection.").
+				syntax("(status: ON | OFF) [REDIRECT client-id:integer] [PREFIX prefix:string]...+ [BCAST] [OPTIN] [OPTOUT] [NOLOOP]"),
+			spec("client|caching", 3, Conn, 0, 0, 0, "connection", "6.0.0", "Instructs the server whether to track the keys in the next request.").
+				syntax("(mode: YES | NO)"),
+			spec("client|getredir", 2, Conn, 0, 0, 0, "connection", "6.0.0", "Returns the client ID to which the connection's tracking notifications are redirected."),
+			spec("client|trackinginfo", 2, Conn, 0, 0, 0, "connection", "6.2.0", "Returns information about server-assisted client-side caching for the connection."),
+			spec("client|kill", -3, Conn|Admin, 0, 0, 0, "connection", "2.4.0", "Terminates open connections.").
+				syntax("(filter: ip:port:string~2.8.12 | (new-format: [ID client-id:integer]@2.8.12 | "+
+					"[TYPE normal_master_slave_pubsub: NORMAL | MASTER@3.2.0 | SLAVE | REPLICA@5.0.0 | PUBSUB]@2.8.12 | "+
+					"[USER username:string] | [ADDR ip:port:string] | [LADDR ip:port:string]@6.2.0 | [SKIPME yes/no:string])...)"),
+			spec("client|pause", -3, Conn|Admin, 0, 0, 0, "connection", "2.9.50", "Suspends commands processing.").
+				syntax("timeout:integer [mode: WRITE | ALL]@6.2.0"),
+			spec("client|unpause", 2, Conn|Admin, 0, 0, 0, "connection", "6.2.0", "Resumes processing commands from paused clients."),
+			spec("client|reply", 3, Conn, 0, 0, 0, "connection", "3.2.0", "Instructs the server whether to reply to commands.").
+				syntax("(on_off_skip: ON | OFF | SKIP)"),
+			spec("client|no-evict", 3, Conn|Admin, 0, 0, 0, "connection", "7.0.0", "Sets the client eviction mode of the connection.").
+				syntax("(enabled: ON | OFF)"),
+			spec("client|no-touch", 3, Conn, 0, 0, 0, "connection", "7.2.0", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.").
+				syntax("(enabled: ON | OFF)")),
+		spec("monitor", 1, Admin, 0, 0, 0, "server", "1.0.0", "Listens for all requests received by the server in real-time."),
 		// Pub/Sub (node-local).
 		spec("subscribe", -2, Conn|NoMulti, 0, 0, 0, "pubsub", "2.0.0", "Listens for messages published to channels.").
 			syntax("channel:string..."),
