@@ -8,6 +8,10 @@
 #      always) measured in the same run as the anchor.
 #  (c) linearizable read throughput: SISMEMBER -P 10 on the leader and on a
 #      follower after (b) populated the sets, redis-server as the anchor.
+#  (d) with (b) and (c): CPU seconds per million requests of each raftset
+#      process (utime+stime from /proc/PID/stat around each redis-benchmark
+#      run), printed as "cpu_s_per_M" lines: steadier than req/s on a busy
+#      machine, where other work steals the wall clock but not our CPU time.
 # Medians of RUNS runs (a fresh cluster and redis-server per run).
 #
 #   bench/cluster.sh                      # RUNS=3 N=1000000 TRIALS=10
@@ -124,6 +128,39 @@ start_redis() {
 }
 stop_redis() { kill "$rpid"; wait "$rpid" 2>/dev/null || true; rpid=""; }
 
+# cpu_ticks PID → utime+stime of the process in clock ticks (fields 14 and
+# 15 of /proc/PID/stat; the text after the ")" closing the name starts at
+# field 3).
+clk_tck=$(getconf CLK_TCK)
+cpu_ticks() {
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+  s=${s##*) }
+  # shellcheck disable=SC2086
+  set -- $s
+  echo $((${12} + ${13}))
+}
+
+# measure KEY PORT COMMAND... runs rps and appends its req/s to res[KEY] and
+# the CPU seconds per million requests of the leader, the benchmarked
+# follower, the other follower and their sum to cpu[KEY_leader] etc.
+# Needs l and f (leader and follower index) set.
+declare -A cpu=()
+measure() {
+  local key=$1 port=$2 i v d r total=0; shift 2
+  declare -A t0=()
+  for i in 1 2 3; do t0[$i]=$(cpu_ticks "${npid[$i]}"); done
+  v=$(rps "$port" "$@")
+  res[$key]+="$v "
+  for i in 1 2 3; do
+    d=$(($(cpu_ticks "${npid[$i]}") - t0[$i]))
+    total=$((total + d))
+    case $i in $l) r=leader ;; $f) r=follower ;; *) r=other ;; esac
+    cpu[${key}_$r]+="$(echo "$d / $clk_tck / ($N / 1000000)" | bc -l) "
+  done
+  cpu[${key}_total]+="$(echo "$total / $clk_tck / ($N / 1000000)" | bc -l) "
+}
+
 # rps PORT COMMAND... → requests per second at -P 10
 rps() {
   local port=$1 out; shift
@@ -167,14 +204,18 @@ if [ "$THROUGHPUT" = 1 ]; then
 
     new_cluster "$run"
     l=$(leader_idx); f=$((l % 3 + 1))
-    res[leader_sadd]+="$(rps "${cport[l]}" sadd __rand_int__ __rand_int__) "
-    res[follower_sadd]+="$(rps "${cport[f]}" sadd __rand_int__ __rand_int__) "
-    res[leader_sismember]+="$(rps "${cport[l]}" sismember __rand_int__ __rand_int__) "
-    res[follower_sismember]+="$(rps "${cport[f]}" sismember __rand_int__ __rand_int__) "
+    measure leader_sadd "${cport[l]}" sadd __rand_int__ __rand_int__
+    measure follower_sadd "${cport[f]}" sadd __rand_int__ __rand_int__
+    measure leader_sismember "${cport[l]}" sismember __rand_int__ __rand_int__
+    measure follower_sismember "${cport[f]}" sismember __rand_int__ __rand_int__
     [ "$(leader_idx)" = "$l" ] || echo "warning: leadership moved during run $run" >&2
     stop_cluster
     echo "run $run: $(for k in redis_sadd leader_sadd follower_sadd redis_sismember leader_sismember follower_sismember; do
       printf '%s=%s ' "$k" "$(echo "${res[$k]}" | awk '{print $NF}')"; done)"
+    for k in leader_sadd follower_sadd leader_sismember follower_sismember; do
+      printf 'run %s: cpu_s_per_M %s: %s\n' "$run" "$k" "$(for r in leader follower other total; do
+        printf '%s=%.2f ' "$r" "$(echo "${cpu[${k}_$r]}" | awk '{print $NF}')"; done)"
+    done
   done
   med() { echo "${res[$1]}" | tr ' ' '\n' | grep . | median; }
   printf '\n%-44s %12s %7s\n' "3 nodes, -c 50 -P 10 -n $N -r 200000 --threads 2" "req/s" "ratio"
@@ -185,6 +226,16 @@ if [ "$THROUGHPUT" = 1 ]; then
       v=$(med "${who}_$cmd")
       printf '%-44s %12.0f %7.2f\n' "raftset $who: $cmd" "$v" "$(echo "$v / $r" | bc -l)"
     done
+  done
+  # The benchmarked node is the leader or "follower"; "other" is the third
+  # node, "total" the sum of the three processes.
+  printf '\nCPU seconds per million requests (utime+stime), median of %d runs\n' "$RUNS"
+  for k in leader_sadd follower_sadd leader_sismember follower_sismember; do
+    printf 'cpu_s_per_M %s:' "$k"
+    for r in leader follower other total; do
+      printf ' %s %.2f' "$r" "$(echo "${cpu[${k}_$r]}" | tr ' ' '\n' | grep . | median)"
+    done
+    echo
   done
 fi
 

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One run of redis-benchmark SADD -P 10 against the leader of a fresh
+# three-node cluster of BIN (loopback, default Raft timeouts), printing the
+# req/s, the CPU seconds per million SADDs (utime+stime from /proc) of the
+# leader and of the three processes, and the ops per Raft entry. With
+# PROFILE set, a 15 s CPU profile of the leader is taken 3 s into the run
+# (--pprof-addr) and written there, for `go tool pprof -top BIN PROFILE`.
+# Alternate two builds by hand to compare them (docs/benchmarks.md):
+#
+#   for b in base head head base base head; do N=2000000 bench/leader-sadd.sh /tmp/$b; done
+#   PROFILE=/tmp/head.pprof N=4000000 bench/leader-sadd.sh /tmp/head
+#
+# Needs redis-benchmark and redis-cli (apt-get install -y redis-tools), curl.
+set -euo pipefail
+bin=$(realpath "${1:?usage: bench/leader-sadd.sh BIN}")
+N=${N:-2000000}
+PROFILE=${PROFILE:-}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+ticks() { local s; s=$(cat "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $((${12} + ${13})); }
+all_ticks() { local t=0 p; for p in "${pids[@]}"; do t=$((t + $(ticks "$p"))); done; echo "$t"; }
+info_field() { timeout 1 redis-cli -p "$1" INFO raft 2>/dev/null | tr -d '\r' | awk -F: -v k="$2" '$1==k {print $2}'; }
+
+declare -a cp=() rp=() pp=()
+peers=""
+for i in 1 2 3; do
+  cp[i]=$(free_port); rp[i]=$(free_port); pp[i]=$(free_port)
+  peers+="${peers:+,}n$i=127.0.0.1:${rp[i]}"
+done
+for i in 1 2 3; do
+  "$bin" --node-id "n$i" --bind 127.0.0.1 --port "${cp[i]}" --raft-addr "127.0.0.1:${rp[i]}" \
+    --advertise-addr "127.0.0.1:${cp[i]}" --raft-advertise-addr "127.0.0.1:${rp[i]}" --dir "$work/n$i" \
+    --peers "$peers" --loglevel warn --pprof-addr "127.0.0.1:${pp[i]}" >"$work/n$i.log" 2>&1 &
+  pids+=($!)
+done
+l=""
+for _ in $(seq 1 400); do
+  id=$(info_field "${cp[1]}" raft_leader_id) || true
+  if [ -n "$id" ] && [ "$(timeout 1 redis-cli -p "${cp[1]}" SET __bench_ready 1 2>/dev/null)" = OK ]; then l=${id#n}; break; fi
+  sleep 0.05
+done
+[ -n "$l" ] || { echo "cluster did not become healthy" >&2; exit 1; }
+lp=${pids[l - 1]}
+
+t0=$(ticks "$lp"); a0=$(all_ticks)
+redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P 10 -n "$N" -r 200000 --threads 2 -q --csv \
+  sadd __rand_int__ __rand_int__ >"$work/bench.out" 2>&1 &
+bp=$!
+if [ -n "$PROFILE" ]; then
+  sleep 3
+  curl -sf -o "$PROFILE" "http://127.0.0.1:${pp[l]}/debug/pprof/profile?seconds=15"
+fi
+wait "$bp"
+t1=$(ticks "$lp"); a1=$(all_ticks)
+[ "$(info_field "${cp[l]}" raft_leader_id)" = "n$l" ] || echo "warning: leadership moved during the run" >&2
+
+hz=$(getconf CLK_TCK)
+m=$(echo "$N / 1000000" | bc -l)
+e=$(info_field "${cp[l]}" raft_entries_proposed); o=$(info_field "${cp[l]}" raft_ops_proposed)
+printf '%s: sadd req/s %s leader_cpu_s_per_M %.2f total_cpu_s_per_M %.2f ops_per_entry %.0f load %s\n' \
+  "$(basename "$bin")" "$(tail -1 "$work/bench.out" | cut -d, -f2 | tr -d '"')" \
+  "$(echo "($t1 - $t0) / $hz / $m" | bc -l)" "$(echo "($a1 - $a0) / $hz / $m" | bc -l)" \
+  "$(echo "$o / $e" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
