@@ -21,6 +21,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"raftset/internal/respwire"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,39 +124,12 @@ func (e serverError) Error() string { return string(e) }
 
 // readReply reads one reply; an error reply is a serverError.
 func readReply(r *bufio.Reader) error {
-	line, err := r.ReadString('\n')
+	raw, err := respwire.ReadReply(r, nil)
 	if err != nil {
 		return err
 	}
-	if len(line) < 3 {
-		return fmt.Errorf("short reply %q", line)
+	if raw[0] == '-' {
+		return serverError(strings.TrimSuffix(string(raw[1:]), "\r\n"))
 	}
-	body := strings.TrimSuffix(line[1:], "\r\n")
-	switch line[0] {
-	case '+', ':':
-		return nil
-	case '-':
-		return serverError(body)
-	case '$':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return err
-		}
-		if n >= 0 {
-			_, err = r.Discard(n + 2)
-		}
-		return err
-	case '*':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return err
-		}
-		for range max(n, 0) {
-			if err := readReply(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("unexpected reply %q", line)
+	return nil
 }

@@ -137,7 +137,9 @@ func (rc *rawConn) send(args ...[]byte) error {
 	return err
 }
 
-// line reads one reply line, without its CRLF.
+// line reads one reply line, without its CRLF. SYNC answers "$<len>" and
+// then the file with no CRLF after it, which no RESP reply reader takes:
+// this connection reads the lines and the file itself.
 func (rc *rawConn) line(wait time.Duration) (string, error) {
 	_ = rc.c.SetReadDeadline(time.Now().Add(wait))
 	s, err := rc.br.ReadString('\n')

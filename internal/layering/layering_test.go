@@ -128,7 +128,7 @@ var rules = []rule{
 		ext: []string{"github.com/hashicorp/go-hclog"}},
 	{pkg: "internal/layering"},
 	// Benchmark tools: they talk to a server over the network only.
-	{pkg: "bench/..."},
+	{pkg: "bench/...", may: []string{"internal/respwire"}},
 	{pkg: "integration",
 		testMay: []string{"integration/...", "internal/testutil", "internal/respwire"}},
 	{pkg: "integration/...",
