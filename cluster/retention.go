@@ -24,7 +24,8 @@ const (
 
 func (n *Node) runLogRetention() {
 	defer n.wg.Done()
-	if n.cfg.SnapshotLogBytes < 0 && n.cfg.TrailingLogBytes < 0 {
+	// The loop also empties the idle log cache (logcache.go).
+	if n.cfg.SnapshotLogBytes < 0 && n.cfg.TrailingLogBytes < 0 && n.cache == nil {
 		return
 	}
 	t := time.NewTicker(retentionPeriod)
@@ -37,6 +38,9 @@ func (n *Node) runLogRetention() {
 		case <-n.stopCh:
 			return
 		case <-t.C:
+		}
+		if n.cache != nil {
+			n.cache.dropIfIdle(logCacheIdle)
 		}
 		if idx := n.lastSnapshotIndex(); idx != lastSnap {
 			// Raft took one (entry threshold, SAVE, catch-up install).
