@@ -108,13 +108,15 @@ func (c *logCache) DeleteRange(min, max uint64) error {
 
 // dropIfIdle empties the cache when nothing was stored for idle: the
 // entries it holds were applied and replicated long ago, or a follower
-// that is behind reads them from disk.
-func (c *logCache) dropIfIdle(idle time.Duration) {
+// that is behind reads them from disk. It reports whether it emptied it.
+func (c *logCache) dropIfIdle(idle time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.bytes > 0 && time.Since(c.last) >= idle {
 		c.clearLocked()
+		return true
 	}
+	return false
 }
 
 func (c *logCache) clearLocked() {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -39,8 +40,12 @@ func (n *Node) runLogRetention() {
 			return
 		case <-t.C:
 		}
-		if n.cache != nil {
-			n.cache.dropIfIdle(logCacheIdle)
+		if n.cache != nil && n.cache.dropIfIdle(logCacheIdle) {
+			// The log went quiet: its file's pages go too (logpages_linux.go).
+			path := filepath.Join(n.cfg.DataDir, raftDBFile)
+			if _, err := releaseFilePages(path); err != nil {
+				n.log.Debug("release log file pages", "error", err)
+			}
 		}
 		if idx := n.lastSnapshotIndex(); idx != lastSnap {
 			// Raft took one (entry threshold, SAVE, catch-up install).
