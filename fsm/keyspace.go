@@ -47,6 +47,10 @@ type keyspace struct {
 	// restore) and decides no reply: the order of its keys does not matter.
 	vol       *hashtable.Table
 	volCursor atomic.Uint64
+	// peak is the most keys held since the tables were last rebuilt: a
+	// hashtable.Table never shrinks its index and arena, so once the keys
+	// fall to a quarter of it remove rebuilds them (see shrink).
+	peak int
 
 	defrag defragState // where blobs live (defrag.go); not replicated state
 
@@ -189,6 +193,7 @@ func (ks *keyspace) add(key []byte, kind uint8, exp int64) int {
 		ks.chunks = append(ks.chunks, &chunk{gen: ks.gen})
 	}
 	ks.n++
+	ks.peak = max(ks.peak, ks.n)
 	c, i := ks.cellW(pos)
 	c.vals[i], c.kinds[i], c.exps[i], c.vers[i] = setenc.Set{}, kind, exp, 0
 	if exp != noExpiry {
@@ -277,6 +282,27 @@ func (ks *keyspace) remove(pos int) {
 		ks.chunks[len(ks.chunks)-1] = nil
 		ks.chunks = ks.chunks[:len(ks.chunks)-1]
 	}
+	if ks.n*4 < ks.peak && ks.peak >= shrinkMin {
+		ks.shrink()
+	}
+}
+
+// shrinkMin is the smallest peak worth rebuilding the tables for.
+const shrinkMin = 1024
+
+// shrink rebuilds the key and deadline tables at their current size, as
+// Redis's dict resizes down when expiry or deletions empty it (1,000,000
+// keys with short TTLs left 10 MB of empty tables behind). Clone keeps the
+// dense order, so every key keeps its position; the copying is amortized
+// over the three quarters of the keys removed since the last rebuild.
+func (ks *keyspace) shrink() {
+	if ks.n == 0 {
+		ks.keys, ks.vol = hashtable.New(0), hashtable.New(0)
+	} else {
+		ks.keys, ks.vol = ks.keys.Clone(), ks.vol.Clone()
+	}
+	ks.volCursor.Store(0)
+	ks.peak = ks.n
 }
 
 // setExpire sets or clears (noExpiry) the deadline of the key at pos.
@@ -381,7 +407,7 @@ func (ks *keyspace) putInt(pos int, v int64) {
 // clear empties the keyspace (FLUSHALL): new chunks, so snapshots keep theirs.
 func (ks *keyspace) clear() {
 	ks.keys, ks.vol = hashtable.New(0), hashtable.New(0)
-	ks.chunks, ks.n = nil, 0
+	ks.chunks, ks.n, ks.peak = nil, 0, 0
 	ks.volCursor.Store(0)
 	ks.defrag = defragState{}
 }

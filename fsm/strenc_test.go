@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,5 +121,49 @@ func TestIntStringsAllocateNothing(t *testing.T) {
 	}
 	if v, ok := f.ks.strInt(f.ks.find([]byte("k"))); !ok || v != 102 { // AllocsPerRun runs it once more to warm up
 		t.Fatalf("k = %d (int %v), want 102", v, ok)
+	}
+}
+
+// Removing most keys rebuilds the tables smaller, keeping every remaining
+// key at its position (SCAN cursors and snapshots follow that order).
+func TestKeyspaceShrinks(t *testing.T) {
+	f := newTestFSM(t)
+	const n = 20000
+	for i := range n {
+		doCmd(t, f, 1000, "set", "key:"+itoaTest(i), "v", "px", "1000000")
+	}
+	full := f.ks.keys.MemoryUsage() + f.ks.vol.MemoryUsage()
+	for i := 0; i < n; i += 10 {
+		doCmd(t, f, 1000, "persist", "key:"+itoaTest(i))
+	}
+	// The dense order a removal leaves: the last key moves into the hole.
+	want := order(f)
+	for i := range n {
+		if i%10 != 0 {
+			k := "key:" + itoaTest(i)
+			doCmd(t, f, 1000, "del", k)
+			p := slices.Index(want, k)
+			want[p] = want[len(want)-1]
+			want = want[:len(want)-1]
+		}
+	}
+	if got := f.ks.keys.MemoryUsage() + f.ks.vol.MemoryUsage(); got*4 > full {
+		t.Fatalf("tables hold %d bytes for %d keys, %d for %d", got, f.ks.Len(), full, n)
+	}
+	if got := order(f); !slices.Equal(got, want) {
+		t.Fatalf("dense order after the rebuilds differs from the removals' order: %v..., want %v...", got[:5], want[:5])
+	}
+	if got := order(restored(t, persist(t, f))); !slices.Equal(got, want) {
+		t.Fatal("a restore orders the keys differently")
+	}
+	if got := doCmd(t, f, 1000, "get", "key:10"); got != bulkOf("v") {
+		t.Fatalf("GET key:10 = %q", got)
+	}
+	if f.ks.vol.Len() != 0 {
+		t.Fatalf("%d keys with a deadline, want 0", f.ks.vol.Len())
+	}
+	doCmd(t, f, 1000, "flushall")
+	if f.ks.peak != 0 {
+		t.Fatalf("peak %d after FLUSHALL", f.ks.peak)
 	}
 }
