@@ -39,8 +39,9 @@ func (n *Node) runDefrag() {
 	t := time.NewTimer(defragRest)
 	defer t.Stop()
 	var moved, sinceReturn int64
-	var lastApplied uint64
-	idleReturned := false
+	// lastApplied is the applied index at the end of the previous cycle;
+	// idleBase what heapReclaimable was after the latest return.
+	var lastApplied, idleBase uint64
 	for {
 		select {
 		case <-n.stopCh:
@@ -62,23 +63,22 @@ func (n *Node) runDefrag() {
 			// move), the spans it emptied go back to the OS.
 			sinceReturn += moved
 			//
-			// A node that stopped taking writes also collects and returns
-			// once (at rest, the garbage of the last writes would otherwise
-			// count in used_memory until the runtime's two-minute forced
-			// collection, and its spans in RSS for longer).
+			// A node that stopped taking writes also collects and returns,
+			// whenever what it could give back grew by defragIdleReturn
+			// since the last time (at rest, the garbage of the last writes,
+			// then the blobs the packing replaced, would otherwise count in
+			// used_memory until the runtime's two-minute forced collection,
+			// and their spans in RSS for longer).
 			applied := n.fsm.AppliedIndex()
 			idle := applied == lastApplied
 			lastApplied = applied
 			if !idle {
-				idleReturned = false
+				idleBase = 0
 			}
-			switch {
-			case moved < defragQuiet && sinceReturn >= defragReturnsOS:
+			if moved < defragQuiet && (sinceReturn >= defragReturnsOS ||
+				idle && heapReclaimable() >= idleBase+defragIdleReturn) {
 				debug.FreeOSMemory()
-				sinceReturn, idleReturned = 0, idle
-			case idle && !idleReturned && moved < defragQuiet && heapReclaimable() >= defragIdleReturn:
-				debug.FreeOSMemory()
-				sinceReturn, idleReturned = 0, true
+				sinceReturn, idleBase = 0, heapReclaimable()
 			}
 			moved = 0
 		}
