@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 
 	"raftset/fsm"
@@ -17,11 +18,12 @@ import (
 // handed back to the OS at once rather than over the runtime's slow
 // scavenging minutes.
 const (
-	defragStep      = 20 * time.Millisecond
-	defragRest      = time.Second
-	defragBudget    = 4096 // keys per step
-	defragReturnsOS = 8 << 20
-	defragQuiet     = 1 << 20
+	defragStep       = 20 * time.Millisecond
+	defragRest       = time.Second
+	defragBudget     = 4096 // keys per step
+	defragReturnsOS  = 8 << 20
+	defragQuiet      = 1 << 20
+	defragIdleReturn = 2 << 20
 )
 
 type defragmenter interface {
@@ -37,6 +39,9 @@ func (n *Node) runDefrag() {
 	t := time.NewTimer(defragRest)
 	defer t.Stop()
 	var moved, sinceReturn int64
+	// lastApplied is the applied index at the end of the previous cycle;
+	// idleBase what heapReclaimable was after the latest return.
+	var lastApplied, idleBase uint64
 	for {
 		select {
 		case <-n.stopCh:
@@ -57,12 +62,49 @@ func (n *Node) runDefrag() {
 			// Once the packing has caught up (a cycle with little left to
 			// move), the spans it emptied go back to the OS.
 			sinceReturn += moved
-			if moved < defragQuiet && sinceReturn >= defragReturnsOS {
+			//
+			// A node that stopped taking writes also collects and returns,
+			// whenever what it could give back grew by defragIdleReturn
+			// since the last time (at rest, the garbage of the last writes,
+			// then the blobs the packing replaced, would otherwise count in
+			// used_memory until the runtime's two-minute forced collection,
+			// and their spans in RSS for longer).
+			applied := n.fsm.AppliedIndex()
+			idle := applied == lastApplied
+			lastApplied = applied
+			if !idle {
+				idleBase = 0
+			}
+			if moved < defragQuiet && (sinceReturn >= defragReturnsOS ||
+				idle && heapReclaimable() >= idleBase+defragIdleReturn) {
 				debug.FreeOSMemory()
-				sinceReturn = 0
+				sinceReturn, idleBase = 0, heapReclaimable()
 			}
 			moved = 0
 		}
 		t.Reset(next)
 	}
+}
+
+// heapReclaimable estimates what a collection and scavenge would give back:
+// the heap objects beyond those live at the last collection (garbage since),
+// plus free heap memory not yet returned to the OS.
+func heapReclaimable() uint64 {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+	}
+	metrics.Read(samples)
+	var v [3]uint64
+	for i, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			v[i] = s.Value.Uint64()
+		}
+	}
+	var garbage uint64
+	if v[0] > v[1] {
+		garbage = v[0] - v[1]
+	}
+	return garbage + v[2]
 }

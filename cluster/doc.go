@@ -1,5 +1,5 @@
 // Package cluster is raftset's Raft node: hashicorp/raft with raft-boltdb/v2
-// as log and stable store (DataDir/raft.db, behind a LogCache) and a
+// as log and stable store (DataDir/raft.db, behind a byte-bounded log cache) and a
 // raft.FileSnapshotStore (DataDir/snapshots, two kept) whose snapshots are the
 // state machine's RDB files. *Node implements the front end's Store
 // interface (WriteIndexed, ReadBatch, Wait, Watch, Admin, Internal, Info)
@@ -80,7 +80,9 @@
 // # Expiry (expire.go)
 //
 // Only the leader deletes expired keys, by proposing "raftset.expire k..."
-// for keys the state machine samples, ten times a second.
+// for keys the state machine samples, ten times a second, in batches that
+// grow while samples come back full (up to 8192 keys an op, 1024 while
+// clients are queued), within a quarter of each period.
 //
 // # Memory and log size (defrag.go, retention.go)
 //
@@ -90,6 +92,11 @@
 // entries were stored since the last one, and TrailingLogs lowered to about
 // trailing-log-size bytes of recent entries, because group commit makes
 // entry sizes vary by orders of magnitude and raft.db never shrinks.
+// The log cache (logcache.go) holds at most 4 MB of recent entries and
+// none once the log has been idle for 2 s; then the node also asks the
+// kernel to reclaim raft.db's mapped pages (logpages_linux.go), and, when
+// the state machine has been idle for a defragmenter cycle, collects and
+// returns its free heap once (defrag.go).
 //
 // # Stale snapshots (stalesnap.go)
 //

@@ -36,6 +36,7 @@ type Node struct {
 	bolt   *raftboltdb.BoltStore
 	// walLog is the log store when it is not bolt (logstore.go); nil else.
 	walLog io.Closer
+	cache  *logCache // over bolt; nil in memory
 	snaps  raft.SnapshotStore
 	opened *openedSnapshots // snaps, noting what Raft opens (stalesnap.go)
 	// raftStarted is set once n.raft is assigned; Raft's goroutines, started
@@ -103,12 +104,13 @@ type nodeStats struct {
 const (
 	raftDBFile   = "raft.db"
 	snapshotsDir = "snapshots"
-	// logCacheSize entries of recent log stay in memory for replication.
-	// On the leader each cached *raft.Log points into Raft's apply future,
-	// so it also pins the entry's ApplyResult: at 1024 entries that was
-	// 15 MB of the seed dataset's heap. 256 entries still cover about a
-	// fifth of a second of writes at full speed.
+	// Up to logCacheSize entries and logCacheBytes of recent log stay in
+	// memory for replication and a follower's apply (logcache.go), and none
+	// once the log has been quiet for logCacheIdle. 256 entries cover about
+	// a fifth of a second of writes at full speed.
 	logCacheSize   = 256
+	logCacheBytes  = 4 << 20
+	logCacheIdle   = 2 * time.Second
 	tcpMaxPool     = 3
 	tcpTimeout     = 10 * time.Second
 	closeGraceWait = 2 * time.Second
@@ -216,9 +218,10 @@ func (n *Node) openStores() (raft.StableStore, error) {
 		if logs, n.walLog, err = openLogStore(cfg.DataDir, cfg.LogStore, n.bolt, cfg.Logger.Named("logstore")); err != nil {
 			return nil, err
 		}
-		if n.logs, err = raft.NewLogCache(logCacheSize, logs); err != nil {
+		if n.cache, err = newLogCache(logs, logCacheSize, logCacheBytes); err != nil {
 			return nil, fmt.Errorf("cluster: log cache: %w", err)
 		}
+		n.logs = n.cache
 		n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
 		if err != nil {
 			return nil, fmt.Errorf("cluster: snapshot store: %w", err)

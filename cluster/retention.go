@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -24,7 +25,8 @@ const (
 
 func (n *Node) runLogRetention() {
 	defer n.wg.Done()
-	if n.cfg.SnapshotLogBytes < 0 && n.cfg.TrailingLogBytes < 0 {
+	// The loop also empties the idle log cache (logcache.go).
+	if n.cfg.SnapshotLogBytes < 0 && n.cfg.TrailingLogBytes < 0 && n.cache == nil {
 		return
 	}
 	t := time.NewTicker(retentionPeriod)
@@ -37,6 +39,13 @@ func (n *Node) runLogRetention() {
 		case <-n.stopCh:
 			return
 		case <-t.C:
+		}
+		if n.cache != nil && n.cache.dropIfIdle(logCacheIdle) {
+			// The log went quiet: its file's pages go too (logpages_linux.go).
+			path := filepath.Join(n.cfg.DataDir, raftDBFile)
+			if _, err := releaseFilePages(path); err != nil {
+				n.log.Debug("release log file pages", "error", err)
+			}
 		}
 		if idx := n.lastSnapshotIndex(); idx != lastSnap {
 			// Raft took one (entry threshold, SAVE, catch-up install).

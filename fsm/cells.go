@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"raftset/internal/setenc"
+	"raftset/internal/strictint"
 )
 
 // Values live in one dense array of setenc.Set (16 bytes each: setenc made
@@ -59,4 +60,63 @@ func stringCell(s *setenc.Set) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(c.p), c.c)[:c.n:c.n]
+}
+
+// An integer string (kind strInt) keeps its int64 in the cell's two
+// uint32s with a nil pointer: no bytes anywhere, as Redis's int encoding
+// keeps the value in the object's pointer field.
+func putIntCell(s *setenc.Set, v int64) {
+	*cellOf(s) = strCell{n: uint32(uint64(v)), c: uint32(uint64(v) >> 32)}
+}
+
+func intCell(s *setenc.Set) int64 {
+	c := cellOf(s)
+	return int64(uint64(c.n) | uint64(c.c)<<32)
+}
+
+// embstrMax is the longest string Redis stores embstr (OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
+const embstrMax = 44
+
+// storeString puts b in the cell as enc says and returns the cell's kind.
+func storeString(s *setenc.Set, b []byte, enc strEnc) uint8 {
+	if enc == encContent {
+		if v, ok := contentInt(b); ok {
+			putIntCell(s, v)
+			return kindString | strInt
+		}
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	putStringCell(s, b)
+	if enc == encRaw {
+		return kindString | strRaw
+	}
+	return kindString
+}
+
+// contentInt is tryObjectEncoding's test: a strict integer of at most 20
+// characters that fits an int64.
+func contentInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > strictint.MaxLen {
+		return 0, false
+	}
+	return strictint.Parse(b)
+}
+
+// intLen is the length of v in decimal.
+func intLen(v int64) int {
+	n := 1
+	if v < 0 {
+		n++
+		if v == -1<<63 {
+			return 20
+		}
+		v = -v
+	}
+	for v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
 }

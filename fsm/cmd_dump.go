@@ -60,7 +60,7 @@ func cmdCopy(c *execCtx, args [][]byte) {
 	if c.isSet(sp) {
 		np = c.ks.addSet(dst, c.ks.set(sp).Clone(), exp)
 	} else {
-		np = c.ks.addString(dst, bytes.Clone(c.ks.str(sp)), exp)
+		np = c.ks.copyString(dst, sp, exp)
 	}
 	c.touch(np)
 	c.int(1)

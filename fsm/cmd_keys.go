@@ -353,24 +353,9 @@ func cmdObject(c *execCtx, args [][]byte) {
 // encodingName is the OBJECT ENCODING answer for the key at pos.
 func encodingName(ks *keyspace, pos int) string {
 	if !ks.isSet(pos) {
-		return stringEncoding(ks.str(pos))
+		return ks.strEncoding(pos)
 	}
 	return ks.set(pos).Encoding().String()
-}
-
-// stringEncoding is Redis's tryObjectEncoding outcome for a string value:
-// "int" for a strict integer of at most 20 bytes, "embstr" up to 44 bytes,
-// "raw" beyond.
-func stringEncoding(v []byte) string {
-	if len(v) <= strictint.MaxLen {
-		if _, ok := strictint.Parse(v); ok {
-			return "int"
-		}
-	}
-	if len(v) <= 44 {
-		return "embstr"
-	}
-	return "raw"
 }
 
 // refcount is OBJECT REFCOUNT: Redis shares the integers 0..9999 between

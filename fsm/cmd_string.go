@@ -354,9 +354,12 @@ func incrDecr(c *execCtx, key []byte, incr int64) {
 			return
 		}
 		var ok bool
-		if v, ok = parseInt(c.ks.str(pos)); !ok {
-			c.err(command.ErrNotInteger)
-			return
+		if v, ok = c.ks.strInt(pos); !ok {
+			// Bytes that spell an integer (after APPEND or INCRBYFLOAT).
+			if v, ok = parseInt(c.ks.str(pos)); !ok {
+				c.err(command.ErrNotInteger)
+				return
+			}
 		}
 	}
 	if (incr < 0 && v < 0 && incr < math.MinInt64-v) || (incr > 0 && v > 0 && incr > math.MaxInt64-v) {
@@ -364,11 +367,10 @@ func incrDecr(c *execCtx, key []byte, incr int64) {
 		return
 	}
 	v += incr
-	b := strconv.AppendInt(make([]byte, 0, 20), v, 10)
 	if pos < 0 {
-		pos = c.ks.addString(key, b, noExpiry)
+		pos = c.ks.addInt(key, v, noExpiry)
 	} else {
-		c.ks.putString(pos, b)
+		c.ks.putInt(pos, v)
 	}
 	c.touch(pos)
 	c.int(v)

@@ -33,7 +33,7 @@ func cmdStrlen(c *execCtx, args [][]byte) {
 	case c.isSet(pos):
 		c.wrongType()
 	default:
-		c.int(int64(len(c.ks.str(pos))))
+		c.int(int64(c.ks.strLen(pos)))
 	}
 }
 
@@ -56,9 +56,10 @@ func cmdAppend(c *execCtx, args [][]byte) {
 		return
 	}
 	// Strings are never changed in place (a snapshot may share them).
+	// APPEND leaves a raw string, as Redis's does.
 	b := make([]byte, 0, len(old)+len(add))
 	b = append(append(b, old...), add...)
-	c.ks.putString(pos, b)
+	c.ks.putStringEnc(pos, b, encRaw)
 	c.touch(pos)
 	c.int(int64(len(b)))
 }
@@ -160,10 +161,11 @@ func cmdSetRange(c *execCtx, args [][]byte) {
 	b := make([]byte, n)
 	copy(b, old)
 	copy(b[off:], val)
+	// SETRANGE leaves a raw string, as Redis's does.
 	if pos < 0 {
-		pos = c.ks.addString(key, b, noExpiry)
+		pos = c.ks.addStringEnc(key, b, encRaw, noExpiry)
 	} else {
-		c.ks.putString(pos, b)
+		c.ks.putStringEnc(pos, b, encRaw)
 	}
 	c.touch(pos)
 	c.int(n)
@@ -285,10 +287,11 @@ func cmdIncrByFloat(c *execCtx, args [][]byte) {
 		return
 	}
 	b := formatLongDouble(sum)
+	// createStringObject's encoding: by length, even for "3".
 	if pos < 0 {
-		pos = c.ks.addString(key, b, noExpiry)
+		pos = c.ks.addStringEnc(key, b, encBytes, noExpiry)
 	} else {
-		c.ks.putString(pos, b)
+		c.ks.putStringEnc(pos, b, encBytes)
 	}
 	c.touch(pos)
 	c.bulk(b)

@@ -147,10 +147,10 @@ func (ks *keyspace) defragStep(budget int) DefragStats {
 // defragmenter may move: an intset or listpack not shared with a snapshot,
 // or a string; nil otherwise.
 func (ks *keyspace) blobAt(c *chunk, i int) (b []byte, isSet bool) {
-	switch c.kinds[i] {
-	case kindSet: // the shared bit clear
+	switch k := c.kinds[i]; {
+	case k == kindSet: // the shared bit clear
 		b, isSet = c.vals[i].Blob(), true
-	case kindString:
+	case k&kindMask == kindString && k&strInt == 0:
 		b = stringCell(&c.vals[i])
 	}
 	if len(b) == 0 || len(b) > maxSlabBlob {

@@ -215,11 +215,12 @@ func (c *execCtx) storeSet(key []byte, s *setenc.Set) {
 // setString makes key hold a copy of val. keepTTL keeps an existing
 // deadline; otherwise the deadline becomes exp (noExpiry for none).
 func (c *execCtx) setString(key, val []byte, keepTTL bool, exp int64) {
-	b := bytes.Clone(val)
-	if b == nil {
-		b = []byte{}
-	}
 	pos := c.lookup(key)
+	// An integer is stored as one (encContent): no copy of its text.
+	b := val
+	if _, isInt := contentInt(val); !isInt {
+		b = bytes.Clone(val)
+	}
 	if pos < 0 {
 		pos = c.ks.addString(key, b, exp)
 	} else {

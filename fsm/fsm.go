@@ -393,7 +393,9 @@ func (f *FSM) Stats() Stats {
 	for i := range ks.Len() {
 		if !ks.isSet(i) {
 			st.Strings++
-			mem += int64(cap(ks.str(i)))
+			if _, isInt := ks.strInt(i); !isInt {
+				mem += int64(cap(ks.str(i)))
+			}
 			continue
 		}
 		s := ks.set(i)

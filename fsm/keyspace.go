@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"bytes"
 	"slices"
+	"strconv"
 	"sync/atomic"
 
 	"raftset/internal/setenc"
@@ -45,6 +47,10 @@ type keyspace struct {
 	// restore) and decides no reply: the order of its keys does not matter.
 	vol       *hashtable.Table
 	volCursor atomic.Uint64
+	// peak is the most keys held since the tables were last rebuilt: a
+	// hashtable.Table never shrinks its index and arena, so once the keys
+	// fall to a quarter of it remove rebuilds them (see shrink).
+	peak int
 
 	defrag defragState // where blobs live (defrag.go); not replicated state
 	acct   accounting  // memory accounting and access statistics (access.go); not replicated state
@@ -80,11 +86,34 @@ type chunk struct {
 const noExpiry int64 = -1
 
 // Kinds of value. sharedBit marks a set that a live snapshot may still read.
+// A string's kind carries its encoding (see strEnc): strInt, the cell holds
+// an int64 instead of bytes; strRaw, Redis would report it raw whatever its
+// length.
 const (
 	kindString uint8 = 1
 	kindSet    uint8 = 2
 	kindMask   uint8 = 0x0f
+	strInt     uint8 = 0x10
+	strRaw     uint8 = 0x20
 	sharedBit  uint8 = 0x80
+)
+
+// strEnc is how a string write is stored, following the object encoding
+// Redis gives the value (OBJECT ENCODING; replies must not depend on which
+// replica answers, so it is replicated state, carried by snapshots):
+//   - encContent is tryObjectEncoding's choice, made by SET, MSET, GETSET,
+//     INCR, RESTORE, loading an RDB ...: a strict integer of at most 20
+//     characters is stored as an int64 ("int"), anything else as bytes
+//     ("embstr" up to 44 bytes, "raw" beyond);
+//   - encRaw is what APPEND and SETRANGE leave: bytes, "raw" at any length;
+//   - encBytes is createStringObject's choice (INCRBYFLOAT): bytes, by
+//     length, even when they spell an integer.
+type strEnc uint8
+
+const (
+	encContent strEnc = iota
+	encRaw
+	encBytes
 )
 
 func newKeyspace(lim setenc.Limits) *keyspace {
@@ -168,6 +197,7 @@ func (ks *keyspace) add(key []byte, kind uint8, exp int64) int {
 		ks.chunks = append(ks.chunks, &chunk{gen: ks.gen})
 	}
 	ks.n++
+	ks.peak = max(ks.peak, ks.n)
 	c, i := ks.cellW(pos)
 	c.vals[i], c.kinds[i], c.exps[i], c.vers[i] = setenc.Set{}, kind, exp, 0
 	if exp != noExpiry {
@@ -184,11 +214,43 @@ func (ks *keyspace) addSet(key []byte, s *setenc.Set, exp int64) int {
 	return pos
 }
 
-// addString inserts key holding b (which the keyspace now owns).
+// addString inserts key holding b (which the keyspace now owns unless it
+// is stored as an integer), encoded by content.
 func (ks *keyspace) addString(key, b []byte, exp int64) int {
+	return ks.addStringEnc(key, b, encContent, exp)
+}
+
+// addStringEnc inserts key holding b stored as enc.
+func (ks *keyspace) addStringEnc(key, b []byte, enc strEnc, exp int64) int {
 	pos := ks.add(key, kindString, exp)
 	c, i := ks.cell(pos)
-	putStringCell(&c.vals[i], b)
+	c.kinds[i] = storeString(&c.vals[i], b, enc)
+	return pos
+}
+
+// copyString inserts key holding a copy of the string at pos, in the same
+// encoding (COPY: Redis's dupStringObject keeps it).
+func (ks *keyspace) copyString(key []byte, pos int, exp int64) int {
+	sc, si := ks.cell(pos)
+	kind, val := sc.kinds[si], sc.vals[si]
+	if kind&strInt == 0 {
+		b := bytes.Clone(stringCell(&val))
+		if b == nil {
+			b = []byte{}
+		}
+		putStringCell(&val, b)
+	}
+	np := ks.add(key, kind, exp)
+	c, i := ks.cell(np)
+	c.vals[i] = val
+	return np
+}
+
+// addInt inserts key holding the integer v.
+func (ks *keyspace) addInt(key []byte, v int64, exp int64) int {
+	pos := ks.add(key, kindString|strInt, exp)
+	c, i := ks.cell(pos)
+	putIntCell(&c.vals[i], v)
 	return pos
 }
 
@@ -225,6 +287,27 @@ func (ks *keyspace) remove(pos int) {
 		ks.chunks[len(ks.chunks)-1] = nil
 		ks.chunks = ks.chunks[:len(ks.chunks)-1]
 	}
+	if ks.n*4 < ks.peak && ks.peak >= shrinkMin {
+		ks.shrink()
+	}
+}
+
+// shrinkMin is the smallest peak worth rebuilding the tables for.
+const shrinkMin = 1024
+
+// shrink rebuilds the key and deadline tables at their current size, as
+// Redis's dict resizes down when expiry or deletions empty it (1,000,000
+// keys with short TTLs left 10 MB of empty tables behind). Clone keeps the
+// dense order, so every key keeps its position; the copying is amortized
+// over the three quarters of the keys removed since the last rebuild.
+func (ks *keyspace) shrink() {
+	if ks.n == 0 {
+		ks.keys, ks.vol = hashtable.New(0), hashtable.New(0)
+	} else {
+		ks.keys, ks.vol = ks.keys.Clone(), ks.vol.Clone()
+	}
+	ks.volCursor.Store(0)
+	ks.peak = ks.n
 }
 
 // setExpire sets or clears (noExpiry) the deadline of the key at pos.
@@ -240,10 +323,49 @@ func (ks *keyspace) setExpire(pos int, when int64) {
 	}
 }
 
-// str returns the string at pos; the caller must not modify it.
+// str returns the string at pos; the caller must not modify it. An integer
+// is formatted into a new slice.
 func (ks *keyspace) str(pos int) []byte {
 	c, i := ks.cell(pos)
+	return cellString(c, i)
+}
+
+// cellString is the string in cell i of c.
+func cellString(c *chunk, i int) []byte {
+	if c.kinds[i]&strInt != 0 {
+		return strconv.AppendInt(make([]byte, 0, 20), intCell(&c.vals[i]), 10)
+	}
 	return stringCell(&c.vals[i])
+}
+
+// strInt returns the integer at pos if the string there is stored as one.
+func (ks *keyspace) strInt(pos int) (int64, bool) {
+	c, i := ks.cell(pos)
+	if c.kinds[i]&strInt == 0 {
+		return 0, false
+	}
+	return intCell(&c.vals[i]), true
+}
+
+// strLen is the length of the string at pos.
+func (ks *keyspace) strLen(pos int) int {
+	c, i := ks.cell(pos)
+	if c.kinds[i]&strInt != 0 {
+		return intLen(intCell(&c.vals[i]))
+	}
+	return int(cellOf(&c.vals[i]).n)
+}
+
+// strEncoding is the OBJECT ENCODING of the string at pos.
+func (ks *keyspace) strEncoding(pos int) string {
+	c, i := ks.cell(pos)
+	switch k := c.kinds[i]; {
+	case k&strInt != 0:
+		return "int"
+	case k&strRaw != 0 || cellOf(&c.vals[i]).n > embstrMax:
+		return "raw"
+	}
+	return "embstr"
 }
 
 // set returns the set at pos for reading. The pointer is valid until the
@@ -270,17 +392,27 @@ func (ks *keyspace) putSet(pos int, s *setenc.Set) {
 	c.vals[i], c.kinds[i] = *s, kindSet
 }
 
-// putString replaces the value at pos with b, which the keyspace now owns.
-func (ks *keyspace) putString(pos int, b []byte) {
+// putString replaces the value at pos with b, encoded by content; the
+// keyspace owns b unless it is stored as an integer.
+func (ks *keyspace) putString(pos int, b []byte) { ks.putStringEnc(pos, b, encContent) }
+
+// putStringEnc replaces the value at pos with b stored as enc.
+func (ks *keyspace) putStringEnc(pos int, b []byte, enc strEnc) {
 	c, i := ks.cellW(pos)
-	putStringCell(&c.vals[i], b)
-	c.kinds[i] = kindString
+	c.kinds[i] = storeString(&c.vals[i], b, enc)
+}
+
+// putInt replaces the value at pos with the integer v.
+func (ks *keyspace) putInt(pos int, v int64) {
+	c, i := ks.cellW(pos)
+	putIntCell(&c.vals[i], v)
+	c.kinds[i] = kindString | strInt
 }
 
 // clear empties the keyspace (FLUSHALL): new chunks, so snapshots keep theirs.
 func (ks *keyspace) clear() {
 	ks.keys, ks.vol = hashtable.New(0), hashtable.New(0)
-	ks.chunks, ks.n = nil, 0
+	ks.chunks, ks.n, ks.peak = nil, 0, 0
 	ks.volCursor.Store(0)
 	ks.defrag = defragState{}
 	ks.acct.reset()

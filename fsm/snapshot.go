@@ -45,12 +45,19 @@ const (
 	AuxIndex      = "raftset-index"
 	AuxTerm       = "raftset-term"
 	AuxVersions   = "raftset-versions"
+	// AuxStringEncodings lists the strings whose OBJECT ENCODING is not the
+	// one a load gives them (tryObjectEncoding's, by content): raw after
+	// APPEND or SETRANGE, embstr from INCRBYFLOAT. Each is a uvarint gap from
+	// the previous listed position (the first from -1) and a byte, 'r' or
+	// 'e'. Redis ignores it and loads them by content, as it does itself.
+	AuxStringEncodings = "raftset-string-encodings"
 )
 
 // standardAux are fields RestoredAux leaves out: Redis's own and ours.
 var standardAux = []string{
 	"redis-ver", "redis-bits", "ctime", "used-mem", "aof-base", snapshot.AuxRaftsetVer,
 	AuxClock, AuxLimits, AuxLastDelete, AuxIndex, AuxTerm, AuxVersions, AuxScripts, AuxMaxmemory,
+	AuxStringEncodings,
 }
 
 // ErrSnapshot is wrapped by Restore and LoadRDB errors about the file's
@@ -181,12 +188,17 @@ func (s *fsmSnapshot) write(w io.Writer) error { return s.writeVersion(w, 0) }
 func (s *fsmSnapshot) writeVersion(w io.Writer, version int) error {
 	n := s.n
 	vers := make([]byte, 0, n*3)
-	expires := 0
+	var encs []byte
+	expires, lastEnc := 0, -1
 	for i := range n {
 		c, j := s.chunks[i>>chunkShift], i&chunkMask
 		vers = binary.AppendUvarint(vers, c.vers[j])
 		if c.exps[j] != noExpiry {
 			expires++
+		}
+		if code := unloadedEncoding(c, j); code != 0 {
+			encs = append(binary.AppendUvarint(encs, uint64(i-lastEnc)), code)
+			lastEnc = i
 		}
 	}
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
@@ -202,6 +214,9 @@ func (s *fsmSnapshot) writeVersion(w io.Writer, version int) error {
 		// Written only when set, so that the files of a cluster that never
 		// set it stay byte for byte what they were.
 		aux = append(aux, snapshot.AuxField{Key: AuxMaxmemory, Value: s.evict.aux()})
+	}
+	if len(encs) > 0 {
+		aux = append(aux, snapshot.AuxField{Key: AuxStringEncodings, Value: string(encs)})
 	}
 	aux = append(aux, s.aux...)
 	if len(s.nodes) > 0 {
@@ -245,7 +260,7 @@ func (s *fsmSnapshot) writeVersion(w io.Writer, version int) error {
 		if c.kinds[j]&kindMask == kindSet {
 			err = wr.WriteSet(key, &c.vals[j], exp)
 		} else {
-			err = wr.WriteString(key, stringCell(&c.vals[j]), exp)
+			err = wr.WriteString(key, cellString(c, j), exp)
 		}
 		if err != nil {
 			return err
@@ -492,6 +507,8 @@ func (ks *keyspace) applyAux(a snapshot.AuxField) error {
 			return bad()
 		}
 		ks.scripts = scripts
+	case AuxStringEncodings:
+		return ks.applyStringEncodings([]byte(a.Value))
 	case AuxVersions:
 		b := []byte(a.Value)
 		for i := range ks.Len() {
@@ -504,6 +521,52 @@ func (ks *keyspace) applyAux(a snapshot.AuxField) error {
 		}
 		if len(b) != 0 {
 			return fmt.Errorf("%w: AUX %s holds more versions than the %d keys", ErrSnapshot, a.Key, ks.Len())
+		}
+	}
+	return nil
+}
+
+// unloadedEncoding is the AuxStringEncodings code of cell j of c: 'r' or
+// 'e' for a string a load would encode otherwise, 0 for any other value.
+func unloadedEncoding(c *chunk, j int) byte {
+	k := c.kinds[j]
+	if k&kindMask != kindString || k&strInt != 0 {
+		return 0
+	}
+	b := stringCell(&c.vals[j])
+	_, isInt := contentInt(b)
+	switch {
+	case k&strRaw != 0 && (len(b) <= embstrMax || isInt):
+		return 'r'
+	case k&strRaw == 0 && isInt:
+		return 'e'
+	}
+	return 0
+}
+
+// applyStringEncodings re-encodes the strings AuxStringEncodings lists,
+// which the load stored by content.
+func (ks *keyspace) applyStringEncodings(b []byte) error {
+	pos := -1
+	for len(b) > 0 {
+		gap, n := binary.Uvarint(b)
+		if n <= 0 || n >= len(b) || gap == 0 || gap > uint64(ks.Len()) || pos+int(gap) >= ks.Len() {
+			return fmt.Errorf("%w: AUX %s: bad entry at byte %d", ErrSnapshot, AuxStringEncodings, n)
+		}
+		pos += int(gap)
+		code := b[n]
+		b = b[n+1:]
+		if ks.kind(pos) != kindString {
+			return fmt.Errorf("%w: AUX %s lists key %d, not a string", ErrSnapshot, AuxStringEncodings, pos)
+		}
+		v := ks.str(pos)
+		switch code {
+		case 'r':
+			ks.putStringEnc(pos, v, encRaw)
+		case 'e':
+			ks.putStringEnc(pos, v, encBytes)
+		default:
+			return fmt.Errorf("%w: AUX %s: unknown code %q", ErrSnapshot, AuxStringEncodings, code)
 		}
 	}
 	return nil
