@@ -162,9 +162,11 @@ var monitorStamp = regexp.MustCompile(`^\+\d+\.\d{6} \[0 127\.0\.0\.1:\d+\] `)
 // the port: which commands appear (not admin ones, not refused ones; queued
 // ones at EXEC), their quoting, and the redaction of secrets.
 func TestMonitorMatchesRedis(t *testing.T) {
-	s, ours, theirs := raftsetAndRedis(t)
+	_, ours, theirs := raftsetAndRedis(t)
 	mons := []*testutil.RESPClient{}
-	for _, addr := range []string{s.Addr().String(), theirs.Conn().RemoteAddr().String()} {
+	// The clients' remote addresses, not s.Addr(): Serve sets the listener
+	// in its own goroutine, which may not have run yet.
+	for _, addr := range []string{ours.Conn().RemoteAddr().String(), theirs.Conn().RemoteAddr().String()} {
 		m, err := testutil.DialRESP(addr, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
