@@ -165,6 +165,30 @@ func TestClusterModeClients(t *testing.T) {
 		!strings.Contains(string(out), "[OK] All 16384 slots covered.") {
 		t.Errorf("redis-cli --cluster check: %v\n%s", err, out)
 	}
+
+	// A replica dies: the leader reports it failed, and the client keeps
+	// writing and reading through the leader.
+	var dead *clusterProc
+	for _, cp := range nodes {
+		if cp != l && cp != f {
+			dead = cp
+		}
+	}
+	dead.p.kill9(t)
+	fc2 := dial(t, f.addr)
+	testutil.WaitFor(t, 20*time.Second, "the leader to flag the dead replica", func() bool {
+		nodesOut := testutil.ParseReply(do(t, fc2, "CLUSTER", "NODES")).Str
+		for _, line := range strings.Split(nodesOut, "\n") {
+			if strings.Contains(line, " "+dead.addr+"@") {
+				return strings.Contains(line, " slave,fail ") && strings.HasSuffix(line, " disconnected")
+			}
+		}
+		return false
+	})
+	if shards := do(t, fc2, "CLUSTER", "SHARDS"); !strings.Contains(shards, "$6\r\nhealth\r\n$6\r\nfailed\r\n") {
+		t.Errorf("CLUSTER SHARDS does not report the dead replica failed: %q", shards)
+	}
+	writeAll(3)
 }
 
 // keySlot asks a node for key's hash slot.
