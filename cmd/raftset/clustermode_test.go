@@ -104,6 +104,30 @@ func TestClusterModeClients(t *testing.T) {
 		}
 	}
 
+	// A client that reads from replicas (READONLY on their connections)
+	// reads there: stale at most until they apply the writes.
+	ro := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadOnly: true, RouteRandomly: true,
+		MaxRedirects: 8, DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second})
+	defer ro.Close()
+	for i := range 100 {
+		k := fmt.Sprintf("key:%d", i)
+		testutil.WaitFor(t, 10*time.Second, "a replica-reading client to read "+k, func() bool {
+			v, err := ro.Get(ctx, k).Result()
+			return err == nil && v == fmt.Sprintf("1-%d", i)
+		})
+	}
+	replicaGets := 0
+	for _, cp := range followersOf(nodes, l) {
+		stats := do(t, dial(t, cp.addr), "INFO", "commandstats")
+		if _, rest, ok := strings.Cut(stats, "cmdstat_get:calls="); ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			replicaGets += n
+		}
+	}
+	if replicaGets == 0 {
+		t.Error("no GET reached a replica through the replica-reading client")
+	}
+
 	// A follower redirects keyed commands, reads included, to the leader;
 	// READONLY lets it serve reads, never writes.
 	f := followersOf(nodes, l)[0]
