@@ -46,6 +46,16 @@ func (c *client) cmdCluster(dst []byte, spec *command.Spec, args [][]byte) []byt
 	return append(dst, c.s.store.Admin(c.s.ctx, args)...)
 }
 
+// cmdAsking answers ASKING. No slot migrates yet, so nothing sends -ASK and
+// the flag it would set (serve one command on an importing slot) has nothing
+// to act on: it is accepted, as Redis accepts it, for clients that send it.
+func (c *client) cmdAsking(dst []byte) []byte {
+	if !c.s.clusterEnabled() {
+		return command.AppendError(dst, errClusterDisabled)
+	}
+	return append(dst, command.OK...)
+}
+
 // clusterRedirect returns the error that keeps a command from running on
 // this node in cluster mode (CROSSSLOT or MOVED), or "". EXEC is checked
 // over its queued commands.

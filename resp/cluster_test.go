@@ -35,10 +35,12 @@ func TestClusterMode(t *testing.T) {
 			{"CLUSTER INFO", "-ERR This instance has cluster support disabled\r\n"},
 			{"CLUSTER KEYSLOT a", "-ERR This instance has cluster support disabled\r\n"},
 			{"CLUSTER NOSUCH", "-ERR unknown subcommand 'NOSUCH'. Try CLUSTER HELP.\r\n"},
+			{"ASKING", "-ERR This instance has cluster support disabled\r\n"},
 			{"DEL a b", ":0\r\n"},
 		}},
 		{"leader", "cluster", true, [][2]string{
 			{"CLUSTER KEYSLOT a", ":15495\r\n"},
+			{"ASKING", "+OK\r\n"},
 			{"CLUSTER KEYSLOT {a}x", ":15495\r\n"},
 			{"MSET a 1 b 2", crossSlot},
 			{"SADD {a}x m", ":1\r\n"},

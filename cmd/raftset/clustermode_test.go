@@ -277,6 +277,7 @@ func TestClusterModeMatchesRedis(t *testing.T) {
 		{"CLUSTER", "GETKEYSINSLOT", "x", "1"},
 		{"CLUSTER", "MYID", "x"},
 		{"CLUSTER", "NOSUCH"},
+		{"ASKING"},
 		{"INFO", "cluster"},
 	} {
 		if a, b := do(t, ours, cmd...), do(t, theirs, cmd...); a != b {
@@ -305,7 +306,7 @@ func TestClusterModeMatchesRedis(t *testing.T) {
 	plainOurs := dial(t, plainAddr)
 	for _, cmd := range [][]string{
 		{"CLUSTER", "INFO"}, {"CLUSTER", "KEYSLOT", "a"}, {"CLUSTER", "SLOTS"}, {"CLUSTER", "NOSUCH"},
-		{"MSET", "a", "1", "b", "2"}, {"INFO", "cluster"},
+		{"MSET", "a", "1", "b", "2"}, {"INFO", "cluster"}, {"ASKING"},
 	} {
 		if a, b := do(t, plainOurs, cmd...), do(t, plain, cmd...); a != b {
 			t.Errorf("cluster mode off: %q: raftset %q, redis %q", cmd, a, b)

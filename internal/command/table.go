@@ -346,6 +346,7 @@ func Commands() Table {
 		// CLUSTER: the front end answers KEYSLOT and the cluster-enabled
 		// check, the node the rest (resp/cluster.go). Conn, not Admin: Redis
 		// files them under @slow only.
+		spec("asking", 1, Conn|fast, 0, 0, 0, "cluster", "3.0.0", "Signals that a cluster client is following an -ASK redirect."),
 		spec("cluster", -2, Conn, 0, 0, 0, "cluster", "3.0.0", "A container for Redis Cluster commands.",
 			spec("cluster|keyslot", 3, Conn, 0, 0, 0, "cluster", "3.0.0", "Returns the hash slot for a key.").
 				syntax("key:string"),
