@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"raftset/internal/certgen"
 	"raftset/internal/peerauth"
 	"raftset/internal/testutil"
 )
@@ -90,13 +93,40 @@ func (f *logFSM) applied() []string {
 
 const secret = "the cluster secret"
 
-// TestGroupsShareAPort runs two Raft groups over one authenticated port per
-// node: group 0 on nodes a, b and c, where c runs the previous version (a
+// TestGroupsShareAPort runs two Raft groups over one port per node,
+// authenticated by the cluster secret or by mutual TLS: group 0 on nodes a, b and c, where c runs the previous version (a
 // plain peerauth stream layer, no mux, as cluster/transport.go does today),
 // and group 7 on a and b only. Both elect a leader and commit, each group's
 // state machines see only that group's entries, and a stranger that
 // skips the secret's handshake reaches no group.
 func TestGroupsShareAPort(t *testing.T) {
+	ca, err := certgen.NewCA("raftmux test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, auth := range []string{"secret", "mutual TLS"} {
+		t.Run(auth, func(t *testing.T) {
+			groupsShareAPort(t, func(id string) peerauth.Config {
+				if auth == "secret" {
+					return peerauth.Config{Secret: []byte(secret)}
+				}
+				st := testutil.NodeCertStore(t, dir, ca, id)
+				srv, err := st.PeerServer(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cli, err := st.PeerClient(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return peerauth.Config{ServerTLS: srv, ClientTLS: cli}
+			})
+		})
+	}
+}
+
+func groupsShareAPort(t *testing.T, authOf func(id string) peerauth.Config) {
 	type node struct {
 		id     string
 		layer  *peerauth.StreamLayer
@@ -109,7 +139,7 @@ func TestGroupsShareAPort(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		layer, err := peerauth.Open(ln, nil, peerauth.Config{Secret: []byte(secret)})
+		layer, err := peerauth.Open(ln, nil, authOf(id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,30 +221,35 @@ func TestGroupsShareAPort(t *testing.T) {
 			})
 		}
 	}
+	// An Apply that timed out may still commit, and was retried: an entry
+	// may repeat, but every replica of a group applies the same sequence,
+	// only that group's entries, and all of them.
 	check := func(tag string, fsms []*logFSM) {
-		want := make([]string, 20)
-		for i := range want {
-			want[i] = fmt.Sprintf("%s-%d", tag, i)
-		}
-		for i, f := range fsms {
-			testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("%s replica %d to apply everything", tag, i), func() bool {
+		testutil.WaitFor(t, 20*time.Second, tag+"'s replicas to apply everything alike", func() bool {
+			first := fsms[0].applied()
+			for i, f := range fsms {
 				got := f.applied()
-				if len(got) > len(want) {
-					t.Fatalf("%s replica %d applied %v: another group's entries", tag, i, got)
-				}
-				for j := range got {
-					if got[j] != want[j] {
-						t.Fatalf("%s replica %d applied %v", tag, i, got)
+				for _, e := range got {
+					if !strings.HasPrefix(e, tag+"-") {
+						t.Fatalf("%s replica %d applied %v: another group's entries", tag, i, got)
 					}
 				}
-				return len(got) == len(want)
-			})
-		}
+				if !slices.Equal(got, first) {
+					return false
+				}
+			}
+			for i := range 20 {
+				if !slices.Contains(first, fmt.Sprintf("%s-%d", tag, i)) {
+					return false
+				}
+			}
+			return true
+		})
 	}
 	check("g0", f0)
 	check("g7", f7)
 
-	// A stranger naming group 7 without the secret's handshake is refused
+	// A stranger naming group 7 without authenticating is refused
 	// by the authentication layer before the mux sees a byte.
 	before := a.layer.Refused()
 	conn, err := net.Dial("tcp", string(a.addr))
