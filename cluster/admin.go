@@ -57,6 +57,8 @@ func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
 		return command.OK
 	case "sentinel":
 		return n.sentinel(args)
+	case "cluster":
+		return n.clusterCmd(ctx, args)
 	}
 	return command.Error(command.ErrUnknownCommand(string(args[0]), args[1:]))
 }

@@ -113,6 +113,14 @@
 // back to an older snapshot whose following log entries may be compacted;
 // Raft then replays the log after it.
 //
+// # Redis Cluster protocol (clusterproto.go)
+//
+// With cluster-enabled, the front end passes CLUSTER MYID, INFO, SLOTS,
+// SHARDS, NODES, COUNTKEYSINSLOT and GETKEYSINSLOT here, and asks RouteSlot
+// where a keyed command must go: the group is one shard owning all 16384
+// slots, its leader the master, its other voters the replicas
+// (docs/sharding.md).
+//
 // # Test-only switches (clock.go, ackearly.go)
 //
 // Config.ClockOffset shifts the node's wall clock, which the cluster clock

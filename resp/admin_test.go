@@ -25,7 +25,7 @@ func TestInfo(t *testing.T) {
 			order = append(order, line[2:])
 		}
 	}
-	if got, want := strings.Join(order, ","), "Server,Clients,Memory,Stats,Replication,CPU,Errorstats,Raft,Keyspace"; got != want {
+	if got, want := strings.Join(order, ","), "Server,Clients,Memory,Stats,Replication,CPU,Errorstats,Cluster,Raft,Keyspace"; got != want {
 		t.Errorf("INFO sections = %s, want %s", got, want)
 	}
 	for _, want := range []string{

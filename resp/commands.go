@@ -211,6 +211,11 @@ func (c *client) runLocal(dst []byte, spec *command.Spec, args [][]byte) []byte 
 		return append(dst, s.store.Wait(ctx, args, c.lastWrite)...)
 	case nodeAuthCommand:
 		return c.cmdNodeAuth(dst, args)
+	case "asking":
+		return c.cmdAsking(dst)
+	case "cluster|keyslot", "cluster|myid", "cluster|info", "cluster|slots", "cluster|shards", "cluster|nodes",
+		"cluster|countkeysinslot", "cluster|getkeysinslot":
+		return c.cmdCluster(dst, spec, args)
 	}
 	if spec.Has(command.Internal) {
 		// Node-to-node calls have their own entry point; handle lets them

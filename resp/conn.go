@@ -265,6 +265,19 @@ func (c *client) handle(args [][]byte) {
 			return
 		}
 	}
+	if s.clusterEnabled() && (spec.Name != "exec" || (c.inMulti && !c.dirty)) {
+		if msg := c.clusterRedirect(spec, args); msg != "" {
+			if spec.Name == "exec" {
+				// Redis discards the transaction, then redirects.
+				c.endMulti()
+				c.scratch = command.AppendError(c.scratch[:0], msg)
+				c.reply(c.scratch)
+				return
+			}
+			c.reject(msg)
+			return
+		}
+	}
 	if c.inMulti {
 		c.queueCommand(spec, args)
 		return

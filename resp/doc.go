@@ -26,6 +26,13 @@
 // above 16 KiB. The refusal is written straight to the socket and the
 // connection is closed.
 //
+// # Cluster mode (cluster.go)
+//
+// With Config.Mode "cluster" the front end checks, before a keyed command
+// runs or is queued, that its keys share a hash slot (-CROSSSLOT) and that
+// the store serves the slot here (SlotRouter; otherwise -MOVED), in Redis's
+// order; EXEC checks its queued commands together.
+//
 // # Transactions
 //
 // MULTI queues commands; EXEC sends one command.OpTx through

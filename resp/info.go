@@ -21,7 +21,7 @@ var sectionOrder = []string{"server", "clients", "memory", "persistence", "stats
 func notDefault(name string) bool { return name == "commandstats" || name == "latencystats" }
 
 // ownSections are the sections the front end answers without the store.
-var ownSections = []string{"server", "clients", "stats", "cpu", "commandstats", "errorstats", "latencystats"}
+var ownSections = []string{"server", "clients", "stats", "cpu", "commandstats", "errorstats", "latencystats", "cluster"}
 
 func sectionRank(name string) int {
 	if i := slices.Index(sectionOrder, name); i >= 0 {
@@ -53,6 +53,7 @@ func (c *client) cmdInfo(dst []byte, args [][]byte) []byte {
 		}
 	}
 	secs := append(c.s.infoSections(), c.s.observeSections()...)
+	secs = append(secs, c.s.clusterSection())
 	if needStore {
 		for _, st := range c.s.store.Info() {
 			merged := false

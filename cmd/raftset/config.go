@@ -92,6 +92,8 @@ type Config struct {
 	ProtoMaxBulkLen         int64
 	ClientQueryBufferLimit  int64
 	ClientOutputBufferLimit string // Redis's syntax, every class
+
+	ClusterEnabled string // yes|no: the Redis Cluster protocol (docs/sharding.md)
 }
 
 // ParsePeers parses the peers directive: "id=host:port" items separated by
@@ -339,6 +341,11 @@ func sections() []section {
 			stringDirective("sentinel-master-name", func(c *Config) *string { return &c.MasterName }).is("",
 				"Sentinel-aware clients hear of a leader change from `+switch-master <name> ...`, published under every "+
 					"master name they asked this node about and this one (empty: `mymaster` when none was asked)."),
+			oneOf("cluster-enabled", func(c *Config) *string { return &c.ClusterEnabled }, "yes", "no").is("no",
+				"`yes`: speak the Redis Cluster protocol to clients, as Redis's `cluster-enabled` (CLUSTER SLOTS, SHARDS, "+
+					"NODES ...; the cluster is one shard owning every slot, its Raft leader the master): keys of one command "+
+					"must share a hash slot (`-CROSSSLOT`) and a follower sends keyed commands to the leader with `-MOVED` "+
+					"(reads on a READONLY connection stay). `no`: a standalone server to clients. See docs/sharding.md."),
 		}},
 		{"Raft timers", "How fast a failed leader is replaced, against how readily a slow network or disk causes an " +
 			"election. The defaults suit a LAN with local disks; see docs/operations.md (Tune). Raft's bounds apply: " +

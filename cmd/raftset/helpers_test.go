@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,9 +48,12 @@ func startNode(t *testing.T, dir string, extra ...string) (string, *node) {
 }
 
 // waitWritable waits until the node has elected itself and accepts writes.
+// In cluster mode a follower that answers -MOVED to its leader is ready: it
+// routes writes, to the client rather than for it.
 func waitWritable(t *testing.T, addr string) {
 	t.Helper()
 	var c *testutil.RESPClient
+	moved := false
 	testutil.WaitFor(t, 30*time.Second, "the node to accept writes", func() bool {
 		if c == nil {
 			var err error
@@ -67,8 +71,12 @@ func waitWritable(t *testing.T, addr string) {
 			c = nil
 			return false
 		}
-		return r == "+OK\r\n"
+		moved = strings.HasPrefix(r, "-MOVED ")
+		return r == "+OK\r\n" || moved
 	})
+	if moved {
+		return
+	}
 	if r, err := c.Do("DEL", "__raftset_ready"); err != nil || r != ":1\r\n" {
 		t.Fatalf("DEL __raftset_ready = %q, %v", r, err)
 	}

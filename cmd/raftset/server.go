@@ -193,6 +193,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		ACLFile:       cfg.ACLFile,
 		Logger:        logger.Named("resp"),
 		Version:       version,
+		Mode:          map[bool]string{true: "cluster", false: "standalone"}[cfg.ClusterEnabled == "yes"],
 		// Client limits.
 		ProtectedModeOff:        cfg.ProtectedMode == "no",
 		MaxClients:              cfg.MaxClients,

@@ -12,7 +12,7 @@ func ACLCategories(spec *Spec) []string {
 	case "command", "command|count", "command|info", "command|docs", "command|list",
 		"command|getkeys", "command|getkeysandflags", "command|help":
 		return []string{"@slow", "@connection"}
-	case "readonly", "readwrite":
+	case "readonly", "readwrite", "asking":
 		return []string{"@fast", "@connection"}
 	case "dbsize":
 		return []string{"@keyspace", "@read", "@fast"}

@@ -343,6 +343,23 @@ func Commands() Table {
 		spec("reset", 1, Conn|fast|NoAuth, 0, 0, 0, "connection", "6.2.0", "Resets the connection."),
 		spec("readonly", 1, Conn|fast, 0, 0, 0, "cluster", "3.0.0", "Enables stale reads on this connection."),
 		spec("readwrite", 1, Conn|fast, 0, 0, 0, "cluster", "3.0.0", "Restores linearizable reads on this connection."),
+		// CLUSTER: the front end answers KEYSLOT and the cluster-enabled
+		// check, the node the rest (resp/cluster.go). Conn, not Admin: Redis
+		// files them under @slow only.
+		spec("asking", 1, Conn|fast, 0, 0, 0, "cluster", "3.0.0", "Signals that a cluster client is following an -ASK redirect."),
+		spec("cluster", -2, Conn, 0, 0, 0, "cluster", "3.0.0", "A container for Redis Cluster commands.",
+			spec("cluster|keyslot", 3, Conn, 0, 0, 0, "cluster", "3.0.0", "Returns the hash slot for a key.").
+				syntax("key:string"),
+			spec("cluster|myid", 2, Conn, 0, 0, 0, "cluster", "3.0.0", "Returns the ID of a node."),
+			spec("cluster|info", 2, Conn, 0, 0, 0, "cluster", "3.0.0", "Returns information about the state of a node."),
+			spec("cluster|slots", 2, Conn, 0, 0, 0, "cluster", "3.0.0", "Returns the mapping of cluster slots to nodes.").
+				deprecated("7.0.0", "`CLUSTER SHARDS`"),
+			spec("cluster|shards", 2, Conn, 0, 0, 0, "cluster", "7.0.0", "Returns the mapping of cluster slots to shards."),
+			spec("cluster|nodes", 2, Conn, 0, 0, 0, "cluster", "3.0.0", "Returns the cluster configuration for a node."),
+			spec("cluster|countkeysinslot", 3, Conn, 0, 0, 0, "cluster", "3.0.0", "Returns the number of keys in a hash slot.").
+				syntax("slot:integer"),
+			spec("cluster|getkeysinslot", 4, Conn, 0, 0, 0, "cluster", "3.0.0", "Returns the key names in a hash slot.").
+				syntax("slot:integer count:integer")),
 		spec("client", -2, Conn, 0, 0, 0, "connection", "2.4.0", "A container for client connection commands.",
 			spec("client|setname", 3, Conn|fast, 0, 0, 0, "connection", "2.6.9", "Sets the connection name.").
 				syntax("connection-name:string"),

@@ -58,11 +58,11 @@ var rules = []rule{
 		may: []string{"cluster", "resp", "fsm", "snapshot", "internal/setenc", "internal/respwire", "internal/certgen", "internal/tlsconf", "internal/metrics"},
 		ext: []string{"github.com/hashicorp/go-hclog"}},
 	{pkg: "resp",
-		may:     []string{"internal/command", "internal/strictint", "internal/respwire", "internal/glob", "internal/acl", "internal/stats", "internal/peerauth/challenge"},
+		may:     []string{"internal/command", "internal/strictint", "internal/respwire", "internal/glob", "internal/acl", "internal/stats", "internal/peerauth/challenge", "internal/slot"},
 		ext:     []string{"github.com/tidwall/redcon", "github.com/hashicorp/go-hclog"},
 		notDeps: append([]string{"raftset/cluster", "raftset/fsm", "raftset/snapshot"}, raftPkgs...)},
 	{pkg: "cluster",
-		may:     []string{"fsm", "snapshot", "internal/command", "internal/setenc", "internal/strictint", "internal/respwire", "internal/peerauth", "internal/peerauth/challenge", "internal/tlsconf", "internal/glob", "internal/acl", "internal/stats"},
+		may:     []string{"fsm", "snapshot", "internal/command", "internal/setenc", "internal/strictint", "internal/respwire", "internal/peerauth", "internal/peerauth/challenge", "internal/tlsconf", "internal/glob", "internal/acl", "internal/stats", "internal/slot"},
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2", "github.com/hashicorp/raft-wal", "github.com/hashicorp/raft-wal/migrate", "go.etcd.io/bbolt", "github.com/hashicorp/go-hclog", "github.com/hashicorp/go-metrics/compat"},
 		notDeps: []string{"raftset/resp"}},
 	{pkg: "fsm",
@@ -93,12 +93,19 @@ var rules = []rule{
 		notStd:  pure,
 		notDeps: append([]string{"raftset/fsm", "raftset/cluster", "raftset/resp"}, raftPkgs...)},
 	{pkg: "internal/glob", notStd: pure},
+	// Redis Cluster's key → hash slot: a pure function, the same on every node.
+	{pkg: "internal/slot", notStd: pure},
 	{pkg: "internal/alloc", notStd: pure},
 	{pkg: "internal/respwire"},
 	// The Raft port's gate: it sees raft only as the StreamLayer it implements.
 	{pkg: "internal/peerauth",
 		may:     []string{"internal/peerauth/challenge"},
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/go-hclog"},
+		notDeps: []string{"raftset/fsm", "raftset/cluster", "raftset/resp"}},
+	// Several Raft groups on one port: it routes authenticated streams by
+	// group id and sees raft only as the StreamLayer it splits.
+	{pkg: "internal/raftmux",
+		ext:     []string{"github.com/hashicorp/raft"},
 		notDeps: []string{"raftset/fsm", "raftset/cluster", "raftset/resp"}},
 	// The proof of the shared secret, also run by the front end's
 	// RAFTSET.AUTH: pure computation, no transport.
