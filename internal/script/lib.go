@@ -368,12 +368,8 @@ func (e *Engine) redisLib() *lua.LTable {
 			L.Error(errTable(L, "ERR redis.setresp() requires one argument."), 0)
 		}
 		switch n, _ := L.Get(1).(lua.LNumber); int(n) {
-		case 2:
-			return 0
-		case 3:
-			// Replies would have to arrive in RESP3 shapes (maps, sets,
-			// doubles), which raftset's commands do not produce yet.
-			L.Error(errTable(L, "ERR RESP3 is not supported in raftset scripts: only redis.setresp(2)."), 0)
+		case 2, 3:
+			e.resp = int(n)
 		default:
 			L.Error(errTable(L, "ERR RESP version must be 2 or 3."), 0)
 		}
@@ -439,7 +435,12 @@ func (e *Engine) redisCall(raise bool) lua.LGFunction {
 			return e.fail(L, raise, ErrUnknownCommand)
 		}
 		reply := e.host.Call(args)
-		v, _ := fromRESP(L, reply)
+		var v lua.LValue
+		if e.resp == 3 {
+			v = fromRESP3(L, reply, string(args[0]))
+		} else {
+			v, _ = fromRESP(L, reply)
+		}
 		if raise && len(reply) > 0 && reply[0] == '-' {
 			L.Error(v, 0)
 		}
