@@ -143,6 +143,7 @@ func (e *Engine) open() {
 	g.RawSetString("redis", e.redisLib())
 	g.RawSetString("cjson", e.cjsonLib())
 	g.RawSetString("bit", bitLib(L))
+	g.RawSetString("struct", e.structLib())
 	g.RawSetString("KEYS", L.NewTable())
 	g.RawSetString("ARGV", L.NewTable())
 
@@ -150,7 +151,7 @@ func (e *Engine) open() {
 	// order (which pairs follows) differs between processes: every table a
 	// script can iterate is rebuilt in sorted order.
 	*g = *sortedCopy(L, g)
-	for _, name := range []string{lua.TabLibName, lua.StringLibName, lua.MathLibName, "redis", "cjson", "bit"} {
+	for _, name := range []string{lua.TabLibName, lua.StringLibName, lua.MathLibName, "redis", "cjson", "bit", "struct"} {
 		g.RawSetString(name, e.protect(sortedCopy(L, g.RawGetString(name).(*lua.LTable))))
 	}
 	// String methods ("x"):upper() reach the library through the string
