@@ -185,6 +185,8 @@ var scriptParts = []string{
 	"redis.call('set', KEYS[2], redis.call('time')[2])",
 	"if math.random(4) == 1 then error('boom') end",
 	"local n = 0 for i = 1, math.random(100) do n = n + i end redis.pcall('sadd', KEYS[2], n)",
+	"redis.setresp(3) local m = redis.pcall('smembers', KEYS[2]) if type(m) == 'table' and m['set'] then for k in pairs(m['set']) do redis.call('sadd', KEYS[1], k .. 'r3') end end redis.setresp(2)",
+	"redis.call('set', KEYS[1], struct.pack('>i d s', math.random(1000), math.random(), KEYS[2]))",
 }
 
 func (g *logGen) script() string {

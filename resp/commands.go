@@ -429,21 +429,9 @@ func (c *client) infoLine(dst []byte) []byte {
 	c.mu.Lock()
 	name, libName, libVer, user := c.name, c.libName, c.libVer, c.user
 	c.mu.Unlock()
-	flags := ""
+	flags := c.clientFlags()
 	multi := c.multiLen.Load()
-	if multi >= 0 {
-		flags += "x"
-	}
-	if c.readonly.Load() {
-		flags += "r"
-	}
 	nsubs, npsubs := c.nsubs.Load(), c.npsubs.Load()
-	if nsubs+npsubs > 0 {
-		flags += "P"
-	}
-	if flags == "" {
-		flags = "N"
-	}
 	cmd := "NULL"
 	if sp := c.lastCmd.Load(); sp != nil {
 		cmd = sp.Name

@@ -224,6 +224,8 @@ func (c *client) handle(args [][]byte) {
 	c.cur = spec
 	if c.r3.special {
 		c.commandShape(spec, args)
+	} else {
+		c.r3.cur = c.resp2Shape(spec)
 	}
 	if !spec.CheckArity(len(args)) {
 		c.reject(command.ErrArity(spec.Name))

@@ -32,6 +32,7 @@ const (
 	shVerbatim                  // a bulk string that is text: =txt:
 	shDouble                    // a bulk string that is a double: ,
 	shMute                      // no reply at all (CLIENT REPLY OFF / SKIP)
+	shScript2                   // a RESP2 connection's script reply (scriptreply.go)
 )
 
 // shape describes a reply's RESP3 form. A nil *shape is shKeep.
@@ -202,6 +203,9 @@ func (c *client) writeShaped(sh *shape, b []byte) {
 	case sh == nil:
 		c.write(b)
 	case sh == muteShape:
+	case sh == scriptShape:
+		c.r3.buf = toRESP2(c.r3.buf[:0], b)
+		c.write(c.r3.buf)
 	default:
 		c.r3.buf = toRESP3(c.r3.buf[:0], b, sh)
 		c.write(c.r3.buf)
@@ -313,6 +317,31 @@ func convert(dst, src []byte, sh *shape) ([]byte, []byte, bool) {
 			}
 			var ok bool
 			if dst, rest, ok = convert(dst, rest, child); !ok {
+				return dst, src, false
+			}
+		}
+		return dst, rest, true
+	case '=':
+		// A script's verbatim string: length-prefixed like a bulk string.
+		n, err := strconv.Atoi(string(line[1 : len(line)-2]))
+		if err != nil || n < 0 || len(rest) < n+2 {
+			return dst, src, false
+		}
+		dst = append(dst, line...)
+		return append(dst, rest[:n+2]...), rest[n+2:], true
+	case '%', '~':
+		// A script's map or set: its elements as they are, nulls converted.
+		n, err := strconv.Atoi(string(line[1 : len(line)-2]))
+		if err != nil || n < 0 {
+			return dst, src, false
+		}
+		dst = append(dst, line...)
+		if src[0] == '%' {
+			n *= 2
+		}
+		for i := 0; i < n; i++ {
+			var ok bool
+			if dst, rest, ok = convert(dst, rest, nil); !ok {
 				return dst, src, false
 			}
 		}

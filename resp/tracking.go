@@ -29,10 +29,11 @@ import (
 // write queued after the read returned has invalidated it, so a write that
 // races the read can neither be missed nor use up the entry.
 //
-// Differences from Redis: NOLOOP skips the invalidation of a key only while
-// this connection's own write of it is under way, so a connection may get
-// invalidations for its own writes (never misses one for another's, except
-// a write of the same key racing its own); REDIRECT reaches a connection
+// Differences from Redis: NOLOOP skips the invalidations of a key that
+// entries applied from the start of this connection's write of it until its
+// reply carry (its own write is among them, group commit may put another
+// connection's write of the same key in the same window: that one is not
+// sent either); REDIRECT reaches a connection
 // only if it can receive out-of-band messages here (it subscribed, or
 // tracks itself).
 
@@ -62,6 +63,9 @@ type tracker struct {
 	bcast  map[*client]struct{}
 	hooked bool
 	seq    atomic.Uint64 // notifications queued so far
+	// dispatched is the number of the last notification the sender has
+	// gone through.
+	dispatched uint64
 
 	qmu     sync.Mutex
 	queue   []writtenNote
@@ -75,6 +79,12 @@ type writtenNote struct {
 	keys    [][]byte
 	flushed bool
 }
+
+// ownMark is a NOLOOP connection's write of a key: the notifications
+// numbered in (from, until] may carry it (until 0: not answered yet). The
+// store queues an entry's notification before the entry's replies are
+// released, so the write's own is numbered at most until.
+type ownMark struct{ from, until uint64 }
 
 // readMark is a remembered read: the notification count when it was
 // remembered, and one more than the count when it returned (0: still
@@ -90,7 +100,7 @@ type trackState struct {
 	prefixes                         []string
 	caching                          bool // CLIENT CACHING yes (OPTIN) or no (OPTOUT) given
 	cachingHold                      bool // the flag survives the current command
-	own                              map[string]int
+	own                              map[string]ownMark
 	inflight                         []string // keys of reads not yet answered
 }
 
@@ -367,22 +377,39 @@ func (c *client) trackCommand(spec *command.Spec, args [][]byte) {
 			}
 		case sp.Has(command.Write) && st.noloop:
 			pos, _, _ := sp.FindKeys(argvs[i])
+			from := t.seq.Load()
 			for _, p := range pos {
 				if st.own == nil {
-					st.own = map[string]int{}
+					st.own = map[string]ownMark{}
 				}
-				st.own[string(argvs[i][p])]++
+				k := string(argvs[i][p])
+				m, ok := st.own[k]
+				if !ok || m.until != 0 && m.until <= t.dispatched {
+					m.from = from // the earlier window was used up
+				}
+				m.until = 0
+				st.own[k] = m
 			}
 		}
 	}
 }
 
-// ownWritesDone forgets the connection's NOLOOP writes once the store
-// answered them (flush).
+// ownWritesDone closes the windows of the connection's NOLOOP writes once
+// the store answered them (flush): their notifications are queued by now.
+// Windows the sender has gone past are forgotten.
 func (c *client) ownWritesDone() {
 	t := &c.s.trk
 	t.mu.Lock()
-	c.trk.own = nil
+	until := t.seq.Load()
+	for k, m := range c.trk.own {
+		switch {
+		case m.until == 0:
+			m.until = until
+			c.trk.own[k] = m
+		case m.until <= t.dispatched:
+			delete(c.trk.own, k)
+		}
+	}
 	t.mu.Unlock()
 }
 
@@ -490,6 +517,7 @@ func (s *Server) dispatch(notes []writtenNote) {
 	}
 	t.mu.Lock()
 	for _, n := range notes {
+		t.dispatched = max(t.dispatched, n.seq)
 		if n.flushed {
 			for k, set := range t.keys {
 				for c, m := range set {
@@ -525,7 +553,7 @@ func (s *Server) dispatch(notes []writtenNote) {
 				if m.done != 0 && n.seq >= m.done {
 					delete(set, c) // a write after the read: the entry is used up
 				}
-				if c.ownWrite(k) {
+				if c.trk.ownWrite(n.seq, k) {
 					continue
 				}
 				o := get(c)
@@ -535,7 +563,7 @@ func (s *Server) dispatch(notes []writtenNote) {
 				delete(t.keys, string(k))
 			}
 			for c := range t.bcast {
-				if c.trk.ownWriteBcast(k) {
+				if c.trk.ownWrite(n.seq, k) {
 					continue
 				}
 				for _, p := range c.trk.prefixes {
@@ -567,12 +595,14 @@ func (s *Server) dispatch(notes []writtenNote) {
 	}
 }
 
-// ownWrite reports (t.mu held) whether a NOLOOP connection's own write of k
-// is under way.
-func (c *client) ownWrite(k []byte) bool { return c.trk.ownWriteBcast(k) }
-
-func (st *trackState) ownWriteBcast(k []byte) bool {
-	return st.noloop && st.own[string(k)] > 0
+// ownWrite reports (t.mu held) whether notification seq may carry a NOLOOP
+// connection's own write of k.
+func (st *trackState) ownWrite(seq uint64, k []byte) bool {
+	if !st.noloop {
+		return false
+	}
+	m, ok := st.own[string(k)]
+	return ok && seq > m.from && (m.until == 0 || seq <= m.until)
 }
 
 // sendInvalidate sends one invalidation message to c, or to the connection

@@ -1,7 +1,7 @@
 // Package script runs Redis's Lua scripts (EVAL, EVALSHA, their _RO forms)
 // on gopher-lua, a Lua 5.1 interpreter, with Redis 7's environment: the
 // redis library (call, pcall, error_reply, status_reply, sha1hex, log,
-// setresp, ...), cjson and bit, read-only globals and libraries, and the
+// setresp, ...), cjson, bit and struct, read-only globals and libraries, and the
 // RESP↔Lua conversions.
 //
 // A script runs inside the state machine on every replica, so everything

@@ -110,6 +110,7 @@ type Engine struct {
 	version string // redis.REDIS_VERSION
 
 	budget  budget
+	resp    int // the script's protocol: redis.setresp's, 2 at the start
 	host    *Host
 	script  *Script
 	rand    rand48
@@ -141,7 +142,7 @@ func (e *Engine) Close() { e.L.Close() }
 // changes made through host before an error stay, as in Redis.
 func (e *Engine) Run(s *Script, keys, argv [][]byte, seed int32, budget int64, host *Host) []byte {
 	L := e.L
-	e.host, e.script = host, s
+	e.host, e.script, e.resp = host, s, 2
 	e.budget.left, e.budget.limit, e.budget.over = budget, budget, false
 	e.rand.seed(seed)
 	clear(e.names)
@@ -159,7 +160,7 @@ func (e *Engine) Run(s *Script, keys, argv [][]byte, seed int32, budget int64, h
 	if err := L.PCall(0, 1, e.errH); err != nil {
 		return e.errorReply(err)
 	}
-	return toRESP(nil, L.Get(-1), 0)
+	return e.toReply(nil, L.Get(-1), 0)
 }
 
 func (e *Engine) strings(list [][]byte) *lua.LTable {
@@ -269,17 +270,25 @@ var _ context.Context = (*budget)(nil)
 // Redis's conversion.
 const maxDepth = 1000
 
-// toRESP appends the RESP2 form of a script's value, as Redis converts it:
+// toReply appends the reply of a script's value, as Redis converts it:
 // strings are bulk strings, numbers integers (truncated), true is 1, false
-// and nil the null bulk string, a table with a string err field an error,
-// one with ok a status, any other table an array up to its first nil.
-func toRESP(dst []byte, v lua.LValue, depth int) []byte {
+// and nil the null bulk string (after setresp(3) booleans are RESP3's), a
+// table with a string err field an error, one with ok a status, one with a
+// RESP3 field that type (resp3.go), any other table an array up to its
+// first nil.
+func (e *Engine) toReply(dst []byte, v lua.LValue, depth int) []byte {
 	switch v := v.(type) {
 	case lua.LString:
 		return appendBulk(dst, []byte(v))
 	case lua.LNumber:
 		return appendInt(dst, ':', luaInt(float64(v)))
 	case lua.LBool:
+		if e.resp == 3 {
+			if v {
+				return append(dst, "#t\r\n"...)
+			}
+			return append(dst, "#f\r\n"...)
+		}
 		if v {
 			return append(dst, ":1\r\n"...)
 		}
@@ -294,13 +303,16 @@ func toRESP(dst []byte, v lua.LValue, depth int) []byte {
 		if depth >= maxDepth {
 			return appendError(dst, "ERR reached lua stack limit")
 		}
+		if out, ok := e.resp3Table(dst, v, depth); ok {
+			return out
+		}
 		n := 0
 		for v.RawGetInt(n+1) != lua.LNil {
 			n++
 		}
 		dst = appendInt(dst, '*', int64(n))
 		for i := 1; i <= n; i++ {
-			dst = toRESP(dst, v.RawGetInt(i), depth+1)
+			dst = e.toReply(dst, v.RawGetInt(i), depth+1)
 		}
 		return dst
 	default:

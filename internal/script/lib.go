@@ -143,6 +143,7 @@ func (e *Engine) open() {
 	g.RawSetString("redis", e.redisLib())
 	g.RawSetString("cjson", e.cjsonLib())
 	g.RawSetString("bit", bitLib(L))
+	g.RawSetString("struct", e.structLib())
 	g.RawSetString("KEYS", L.NewTable())
 	g.RawSetString("ARGV", L.NewTable())
 
@@ -150,7 +151,7 @@ func (e *Engine) open() {
 	// order (which pairs follows) differs between processes: every table a
 	// script can iterate is rebuilt in sorted order.
 	*g = *sortedCopy(L, g)
-	for _, name := range []string{lua.TabLibName, lua.StringLibName, lua.MathLibName, "redis", "cjson", "bit"} {
+	for _, name := range []string{lua.TabLibName, lua.StringLibName, lua.MathLibName, "redis", "cjson", "bit", "struct"} {
 		g.RawSetString(name, e.protect(sortedCopy(L, g.RawGetString(name).(*lua.LTable))))
 	}
 	// String methods ("x"):upper() reach the library through the string
@@ -368,12 +369,8 @@ func (e *Engine) redisLib() *lua.LTable {
 			L.Error(errTable(L, "ERR redis.setresp() requires one argument."), 0)
 		}
 		switch n, _ := L.Get(1).(lua.LNumber); int(n) {
-		case 2:
-			return 0
-		case 3:
-			// Replies would have to arrive in RESP3 shapes (maps, sets,
-			// doubles), which raftset's commands do not produce yet.
-			L.Error(errTable(L, "ERR RESP3 is not supported in raftset scripts: only redis.setresp(2)."), 0)
+		case 2, 3:
+			e.resp = int(n)
 		default:
 			L.Error(errTable(L, "ERR RESP version must be 2 or 3."), 0)
 		}
@@ -439,7 +436,12 @@ func (e *Engine) redisCall(raise bool) lua.LGFunction {
 			return e.fail(L, raise, ErrUnknownCommand)
 		}
 		reply := e.host.Call(args)
-		v, _ := fromRESP(L, reply)
+		var v lua.LValue
+		if e.resp == 3 {
+			v = fromRESP3(L, reply, string(args[0]))
+		} else {
+			v, _ = fromRESP(L, reply)
+		}
 		if raise && len(reply) > 0 && reply[0] == '-' {
 			L.Error(v, 0)
 		}
