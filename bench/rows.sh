@@ -47,6 +47,10 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) exit; if (NR%2) print a[(NR
 cli() { local port=$1; shift; timeout 2 redis-cli -h 127.0.0.1 -p "$port" "$@" 2>/dev/null || true; }
 ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
 stop() { local p; for p in "$@"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; pids=(); }
+# result LINE prints a measurement and keeps it for the medians. (The rounds
+# run in this shell, not in a pipeline's subshell, so that the exit trap
+# sees every server started and stops them whatever fails.)
+result() { echo "$*" | tee -a "$work/all"; }
 has_row() { case " $ROWS " in *" $1 "*) return 0 ;; esac; return 1; }
 wait_writable() {
   for _ in $(seq 1 600); do
@@ -95,8 +99,8 @@ one_node() {
     set -- $spec
     local row=$1; shift
     has_row "$row" || continue
-    r=$(measure "$p" "$pp" "$row-$who-$round" "$pid" -- "$@"); echo "round $round $row $who $r"
-    r=$(measure "$rp" "" "" "$rpid" -- "$@"); echo "round $round $row redis.$who $r"
+    r=$(measure "$p" "$pp" "$row-$who-$round" "$pid" -- "$@"); result "round $round $row $who $r"
+    r=$(measure "$rp" "" "" "$rpid" -- "$@"); result "round $round $row redis.$who $r"
   done
   stop "$pid" "$rpid"; rm -rf "$work/one"
 }
@@ -133,8 +137,8 @@ three() {
   # pair rather than the whole run.
   if r=$(measure "${cp[f]}" "${pp[f]}" "3n-follower-$who-$round-follower" "${cpid[@]}" -- sismember __rand_int__ __rand_int__) &&
     a=$(measure "${cp[l]}" "" "" "${cpid[@]}" -- sismember __rand_int__ __rand_int__); then
-    echo "round $round 3n-follower-sismember-P10 $who $r"
-    echo "round $round 3n-follower-sismember-P10 leader.$who $a"
+    result "round $round 3n-follower-sismember-P10 $who $r"
+    result "round $round 3n-follower-sismember-P10 leader.$who $a"
   else
     echo "round $round: the three-node measurement failed" >&2
   fi
@@ -153,7 +157,7 @@ for round in $(seq 1 "$ROUNDS"); do
     one_node "$round" "$bin" "$who"
     three "$round" "$bin" "$who"
   done
-done | tee "$work/all"
+done
 
 echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 for row in $ROWS; do
