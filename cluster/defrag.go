@@ -41,7 +41,7 @@ func (n *Node) runDefrag() {
 	var moved, sinceReturn int64
 	// lastApplied is the applied index at the end of the previous cycle;
 	// idleBase what heapReclaimable was after the latest return.
-	var lastApplied, idleBase uint64
+	var lastApplied, lastReads, idleBase uint64
 	for {
 		select {
 		case <-n.stopCh:
@@ -69,9 +69,15 @@ func (n *Node) runDefrag() {
 			// then the blobs the packing replaced, would otherwise count in
 			// used_memory until the runtime's two-minute forced collection,
 			// and their spans in RSS for longer).
-			applied := n.fsm.AppliedIndex()
-			idle := applied == lastApplied
-			lastApplied = applied
+			//
+			// Idle means no writes and no reads: under a read load the
+			// garbage of the reads passed defragIdleReturn every cycle, and
+			// each return (a forced collection, every free page given back
+			// and faulted in again by the next allocations) cost the
+			// readers about 8% of the node's CPU (docs/benchmarks.md).
+			applied, reads := n.fsm.AppliedIndex(), n.rd.batches.Load()
+			idle := applied == lastApplied && reads == lastReads
+			lastApplied, lastReads = applied, reads
 			if !idle {
 				idleBase = 0
 			}

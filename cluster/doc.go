@@ -34,7 +34,8 @@
 // batch, MULTI/EXEC ops intact, encoded as a command.Entry) to the leader's
 // client address over RESP on a small connection pool (raftset.forward) and
 // relays the replies; a linearizable read on a follower asks the leader for
-// a read index (raftset.readindex: the leader's batched barrier above), waits
+// a read index (raftset.readindex: the leader's batched barrier above; one
+// call at a time serves every read waiting on the follower), waits
 // until it applied that index and reads locally. A forward that fails before
 // it was sent is -TRYAGAIN, after it was sent -CLUSTERDOWN (outcome unknown).
 // Client addresses travel through the log (each node asks the leader with

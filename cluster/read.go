@@ -45,6 +45,15 @@ type reader struct {
 
 	// Barrier goroutine only: the last readTarget computation.
 	memoCommit, memoTarget uint64
+
+	// fwd is a follower's readers waiting for a shared read-index call
+	// (followerread.go).
+	fwd groupQueue
+	// fwdCalls counts the read-index calls it made.
+	fwdCalls atomic.Uint64
+	// batches counts the read calls served, stale ones included: the
+	// defragmenter's idle test (defrag.go).
+	batches atomic.Uint64
 }
 
 type readGroup struct {
@@ -53,7 +62,10 @@ type readGroup struct {
 	err    []byte // or refuse with this reply
 }
 
-func (rd *reader) init() { rd.sig = make(chan struct{}, 1) }
+func (rd *reader) init() {
+	rd.sig = make(chan struct{}, 1)
+	rd.fwd.init()
+}
 
 // join adds the caller to the group the next barrier round will serve.
 func (rd *reader) join() *readGroup {
@@ -91,6 +103,7 @@ func (randSource) Uint64() uint64 { return rand.Uint64() }
 // asks the leader for the index to wait for, then reads locally). A stale
 // read is served from this node's state as it is.
 func (n *Node) Read(ctx context.Context, args [][]byte, stale bool) []byte {
+	n.rd.batches.Add(1)
 	if !stale {
 		if reply := n.linearize(ctx); reply != nil {
 			return reply
@@ -122,7 +135,7 @@ func (n *Node) linearize(ctx context.Context) []byte {
 		if n.isClosing() {
 			return replyReadClosing
 		}
-		target, reply = n.followerReadIndex(ctx)
+		target, reply = n.sharedReadIndex(ctx)
 		if reply != nil {
 			return reply
 		}
@@ -185,6 +198,10 @@ func (n *Node) waitApplied(ctx context.Context, target uint64) []byte {
 // runReadBarrier is the barrier goroutine.
 func (n *Node) runReadBarrier() {
 	defer n.wg.Done()
+	// The follower's side of the batching runs beside it (counted here so
+	// that startLoops keeps one list).
+	n.wg.Add(1)
+	go n.runFollowerReads()
 	for {
 		select {
 		case <-n.rd.sig:
@@ -266,6 +283,7 @@ func (n *Node) readTarget(commit uint64) uint64 {
 // them linearizable. It returns one reply per command.
 func (n *Node) ReadBatch(ctx context.Context, cmds [][][]byte, stale bool) [][]byte {
 	out := make([][]byte, len(cmds))
+	n.rd.batches.Add(1)
 	if !stale {
 		if reply := n.linearize(ctx); reply != nil {
 			fill(out, reply)
