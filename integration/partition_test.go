@@ -301,8 +301,7 @@ func TestCheckerFlagsReadonlyDuringPartition(t *testing.T) {
 	ids := &procIDs{}
 	check := func(mode string, readOnly bool) (linResult, int) {
 		// Each mode has its own minute: the linearizable mode's reads time
-		// out one by one, and on a loaded machine a shared deadline left
-		// the READONLY mode none.
+		// out one by one, and writes may wait for an election.
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		writer := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: li, timeout: 2 * time.Second, pin: true}
@@ -313,7 +312,16 @@ func TestCheckerFlagsReadonlyDuringPartition(t *testing.T) {
 				continue
 			}
 			key := fmt.Sprintf("lin:%s:%d", mode, i)
-			if o := writer.do("sadd", key, 1); o.Outcome != outOK {
+			// The write must land before the read means anything. On a
+			// loaded machine the majority side can be between leaders
+			// (-TRYAGAIN at once): retry as a client would, after a pause.
+			written := false
+			for !written && ctx.Err() == nil {
+				if written = writer.do("sadd", key, 1).Outcome == outOK; !written {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+			if !written {
 				continue
 			}
 			if o := reader.do("sismember", key, 1); o.Outcome == outOK {
