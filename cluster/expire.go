@@ -35,8 +35,8 @@ import (
 // the next while samples stay mostly expired, and the 25 ms budget binds
 // only while client writes wait for the proposer; with none waiting, a
 // cycle goes on until a sample is mostly live (expireIdleBudget is a
-// backstop), which costs nobody anything: reads take the state machine's
-// lock between entries.
+// backstop). Reads still get the state machine's lock between entries;
+// what they wait for is one entry's deletions (at most expireMaxBatch).
 
 const (
 	expirePeriod    = 100 * time.Millisecond // Redis's hz 10
