@@ -83,7 +83,9 @@
 // Only the leader deletes expired keys, by proposing "raftset.expire k..."
 // for keys the state machine samples, ten times a second, in batches that
 // grow while samples come back full (up to 8192 keys an op, 1024 while
-// clients are queued), within a quarter of each period.
+// clients are queued) and keep their size into the next cycle, within a
+// quarter of each period while client writes wait, else until a sample is
+// mostly live.
 //
 // # Memory and log size (defrag.go, retention.go)
 //
@@ -94,7 +96,9 @@
 // trailing-log-size bytes of recent entries, because group commit makes
 // entry sizes vary by orders of magnitude and raft.db never shrinks.
 // The log cache (logcache.go) holds at most 4 MB of recent entries and
-// none once the log has been idle for 2 s; then the node also asks the
+// none once the log has been idle for 2 s; then the node collects at once
+// (the dropped entries were live at the last collection, so nothing else
+// would count them as garbage), asks the
 // kernel to reclaim raft.db's mapped pages (logpages_linux.go), and, when
 // the state machine has been idle for a defragmenter cycle, collects and
 // returns its free heap once (defrag.go).

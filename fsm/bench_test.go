@@ -224,3 +224,62 @@ func BenchmarkStringMemory(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGetTTL compares GET on keys with a deadline with GET on keys
+// without one (invariants §4: the deadline lives with the key, so a read of
+// a key with a TTL costs no second lookup). 100,000 keys of 32-byte values,
+// as bench/strings.sh, read in pipelined runs of 50 through ReadBatch, as
+// resp hands them over; ns/op and cpu-ns/op (the process's CPU time, which
+// the scheduler of a shared machine disturbs less) are per GET.
+//
+//	go test -run '^$' -bench GetTTL -count 3 ./fsm/
+func BenchmarkGetTTL(b *testing.B) {
+	const keys, pipeline = 100_000, 50
+	for _, ttl := range []bool{false, true} {
+		name := "plain"
+		if ttl {
+			name = "ttl"
+		}
+		b.Run(name, func(b *testing.B) {
+			f := New(Config{})
+			const now = int64(1_700_000_000_000)
+			val, deadline := []byte("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"), []byte(fmt.Sprint(now+100_000_000))
+			ops := make([]command.Op, 0, 1000)
+			var data []byte
+			for i := 0; i < keys; i += 1000 {
+				ops = ops[:0]
+				for j := i; j < i+1000; j++ {
+					a := [][]byte{[]byte("set"), appendPadded([]byte("k:"), j), val}
+					if ttl {
+						a = append(a, []byte("pxat"), deadline)
+					}
+					ops = append(ops, command.Cmd(a...))
+				}
+				e := command.Entry{Type: command.TypeBatch, NowMs: now, Ops: ops}
+				data = e.Encode(data[:0])
+				f.Apply(&raft.Log{Index: uint64(i/1000 + 1), Term: 1, Type: raft.LogCommand, Data: data})
+			}
+			if _, exp := f.KeyspaceCounts(); (exp == keys) != ttl {
+				b.Fatalf("%d keys with a deadline", exp)
+			}
+			r := rand.New(rand.NewPCG(3, 4))
+			batches := make([][][][]byte, 64)
+			for i := range batches {
+				for range pipeline {
+					batches[i] = append(batches[i], [][]byte{[]byte("get"), appendPadded([]byte("k:"), r.IntN(keys))})
+				}
+			}
+			out := make([][]byte, pipeline)
+			runtime.GC()
+			b.ResetTimer()
+			cpu := processCPU()
+			for i := 0; i < b.N; i += pipeline {
+				f.ReadBatch(batches[i/pipeline%len(batches)], now+1000, nil, out)
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+			if len(out[0]) != len("$32\r\n")+32+2 {
+				b.Fatalf("GET = %q", out[0])
+			}
+		})
+	}
+}

@@ -767,3 +767,47 @@ func TestRestoreNewerFormatHalts(t *testing.T) {
 		t.Errorf("HaltErr = %v", herr)
 	}
 }
+
+// TestExpiredKeysBounded: one call returns at most MaxExpiredKeys keys
+// however many are due and however many are asked for, so the leader's
+// expiry proposal stays bounded; the rest come in later calls.
+func TestExpiredKeysBounded(t *testing.T) {
+	f := newTestFSM(t)
+	const n = MaxExpiredKeys + 5000
+	ops := make([]command.Op, 0, n)
+	for i := range n {
+		ops = append(ops, command.Cmd(toArgs("set", fmt.Sprint("k", i), "v", "pxat", "2000")...))
+	}
+	applyEntry(t, f, 1000, ops...)
+	for _, limit := range []int{n, 1 << 30} {
+		if got := len(f.ExpiredKeys(5000, limit)); got != MaxExpiredKeys {
+			t.Errorf("ExpiredKeys(limit %d) returned %d keys, want %d", limit, got, MaxExpiredKeys)
+		}
+	}
+	total := 0
+	for range 10 {
+		keys := f.ExpiredKeys(5000, 1<<30)
+		if len(keys) == 0 {
+			break
+		}
+		if len(keys) > MaxExpiredKeys {
+			t.Fatalf("ExpiredKeys returned %d keys, max %d", len(keys), MaxExpiredKeys)
+		}
+		total += len(keys)
+		applyCmd(t, f, 5000, append([]string{CmdExpire}, bytesToStrings(keys)...)...)
+	}
+	if total != n {
+		t.Errorf("expired %d keys in bounded calls, want %d", total, n)
+	}
+	if k, _ := f.KeyspaceCounts(); k != 0 {
+		t.Errorf("%d keys left", k)
+	}
+}
+
+func bytesToStrings(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
+}

@@ -150,6 +150,10 @@ func TestKeyspaceShrinks(t *testing.T) {
 	if got := f.ks.keys.MemoryUsage() + f.ks.vol.MemoryUsage(); got*4 > full {
 		t.Fatalf("tables hold %d bytes for %d keys, %d for %d", got, f.ks.Len(), full, n)
 	}
+	if c := max(cap(f.ks.acct.sz), cap(f.ks.acct.acc)); c*2 > n {
+		t.Fatalf("accounting arrays keep room for %d keys after shrinking to %d", c, f.ks.Len())
+	}
+	checkAccounting(t, f)
 	if got := order(f); !slices.Equal(got, want) {
 		t.Fatalf("dense order after the rebuilds differs from the removals' order: %v..., want %v...", got[:5], want[:5])
 	}
