@@ -4,7 +4,11 @@
 # alternating from run to run; a
 # fresh node each time). With metrics on, /metrics is scraped every second
 # during the run (Prometheus' usual interval is 15 s), so the scrape's cost is
-# counted too. Prints each run and the median of the on/off ratios.
+# counted too. Prints each run and the medians of the on/off ratios of req/s
+# and of the server's CPU seconds per million requests (utime+stime from
+# /proc/PID/stat around the redis-benchmark run, scrapes included): on a
+# shared machine the CPU per request is the steadier measure, as req/s moves
+# with whatever else runs.
 #
 #   bench/metrics.sh                 # RUNS=3 N=1000000
 #   RUNS=5 N=500000 bench/metrics.sh
@@ -26,9 +30,21 @@ trap cleanup EXIT
 go build -o "$work/raftset" ./cmd/raftset
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+# cpu_ticks PID → utime+stime of the process in clock ticks (fields 14 and
+# 15 of /proc/PID/stat; the text after the ")" closing the name starts at
+# field 3).
+clk_tck=$(getconf CLK_TCK)
+cpu_ticks() {
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+  s=${s##*) }
+  # shellcheck disable=SC2086
+  set -- $s
+  echo $((${12} + ${13}))
+}
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
-# run on|off → SADD requests per second
+# run on|off → "rps cpu_s_per_M" of SADD
 run() {
   local mode=$1 port rport mport dir out
   port=$(free_port); rport=$(free_port); mport=$(free_port); dir=$work/$mode-$RANDOM
@@ -45,21 +61,31 @@ run() {
     (while :; do curl -s -o /dev/null "http://127.0.0.1:$mport/metrics"; sleep 1; done) &
     scraper=$!
   fi
+  local t0 t1
+  t0=$(cpu_ticks "$pid")
   out=$(redis-benchmark -p "$port" -c 50 -P 10 -n "$N" -r 200000 --threads 2 -q --csv sadd myset __rand_int__ 2>&1 |
     awk -F'","' '{gsub(/"/,"",$2); if ($2 ~ /^[0-9]/) {print $2; exit}}')
+  t1=$(cpu_ticks "$pid")
   if [ -n "$scraper" ]; then kill "$scraper"; wait "$scraper" 2>/dev/null || true; scraper=""; fi
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   rm -rf "$dir"
-  echo "$out"
+  echo "$out $(echo "($t1 - $t0) / $clk_tck / ($N / 1000000)" | bc -l)"
 }
 
 ratios=()
+cratios=()
 for r in $(seq 1 "$RUNS"); do
   # Alternate which goes first, so that a drift of the machine's load does
   # not favour one side.
   if [ $((r % 2)) = 1 ]; then off=$(run off); on=$(run on); else on=$(run on); off=$(run off); fi
-  ratio=$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a/b}')
+  read -r off_rps off_cpu <<<"$off"
+  read -r on_rps on_cpu <<<"$on"
+  ratio=$(awk -v a="$on_rps" -v b="$off_rps" 'BEGIN {printf "%.3f", a/b}')
+  cratio=$(awk -v a="$on_cpu" -v b="$off_cpu" 'BEGIN {printf "%.3f", a/b}')
   ratios+=("$ratio")
-  echo "run $r: SADD -P10 metrics off $off rps, on $on rps, on/off $ratio"
+  cratios+=("$cratio")
+  printf 'run %s: SADD -P10 metrics off %s rps %.2f cpu-s/M, on %s rps %.2f cpu-s/M, on/off rps %s cpu %s (load %s)\n' \
+    "$r" "$off_rps" "$off_cpu" "$on_rps" "$on_cpu" "$ratio" "$cratio" "$(cut -d' ' -f1 /proc/loadavg)"
 done
-echo "median on/off: $(printf '%s\n' "${ratios[@]}" | median)"
+echo "median on/off req/s: $(printf '%s\n' "${ratios[@]}" | median)"
+echo "median on/off CPU seconds per million requests: $(printf '%s\n' "${cratios[@]}" | median) (above 1: metrics cost CPU)"
