@@ -2,7 +2,7 @@ package cluster
 
 import (
 	"context"
-	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -250,8 +250,7 @@ func (o *obsState) oldestPast(index uint64, now time.Time) time.Time {
 // NodeStats is the node's part of the metrics endpoint.
 func (n *Node) NodeStats() stats.Node {
 	rs := n.raft.Stats()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	heap := heapAlloc()
 	keys, expires := n.fsm.KeyspaceCounts()
 	addr, _ := n.Leader()
 	ready, _ := n.Ready()
@@ -274,9 +273,9 @@ func (n *Node) NodeStats() stats.Node {
 		ExpiredProposed:   n.st.expired.Load(),
 		Keys:              uint64(keys),
 		KeysWithExpiry:    uint64(expires),
-		HeapBytes:         ms.HeapAlloc,
+		HeapBytes:         heap,
 		RSSBytes:          rssBytes(),
-		DatasetBytes:      ms.HeapAlloc,
+		DatasetBytes:      heap,
 	}
 	if list, err := n.snaps.List(); err == nil && len(list) > 0 {
 		st.LastSnapshotSize = list[0].Size
@@ -284,4 +283,16 @@ func (n *Node) NodeStats() stats.Node {
 	snap := n.obs.batchOps.Snapshot()
 	st.BatchOps = &snap
 	return st
+}
+
+// heapAlloc is MemStats.HeapAlloc read through runtime/metrics, which does
+// not stop the world as runtime.ReadMemStats does: a scrape every few
+// seconds should not pause every goroutine serving clients.
+func heapAlloc() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }

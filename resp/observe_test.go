@@ -254,6 +254,26 @@ func TestClientBuffers(t *testing.T) {
 	if st := s.ClientStats(); st.RecentMaxInput < 100000 || st.Connected != 1 {
 		t.Errorf("ClientStats = %+v", st)
 	}
+	// A 100 kB reply is the largest output of the last seconds.
+	if r := tc.do("ECHO", big); len(r) < 100000 {
+		t.Fatalf("ECHO of 100 kB = %.40q", r)
+	}
+	cl = infoFields(t, tc, "clients")
+	if n, _ := strconv.Atoi(cl["client_recent_max_output_buffer"]); n < 100000 || n > 101000 {
+		t.Errorf("client_recent_max_output_buffer = %q after a 100 kB reply", cl["client_recent_max_output_buffer"])
+	}
+	if st := s.ClientStats(); st.RecentMaxOutput < 100000 {
+		t.Errorf("ClientStats.RecentMaxOutput = %d after a 100 kB reply", st.RecentMaxOutput)
+	}
+	// total_error_replies counts rejected commands (unknown, arity) and
+	// failed ones alike, as Redis's does.
+	before, _ := strconv.Atoi(infoFields(t, tc, "stats")["total_error_replies"])
+	tc.do("NOSUCHCOMMAND")
+	tc.do("ECHO")
+	tc.do("CLIENT", "SETNAME", "a b")
+	if n, _ := strconv.Atoi(infoFields(t, tc, "stats")["total_error_replies"]); n != before+3 {
+		t.Errorf("total_error_replies = %d after 3 error replies, was %d", n, before)
+	}
 	var got []istats.Command
 	s.CommandStats(func(c istats.Command) {
 		c.Hist = nil

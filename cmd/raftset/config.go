@@ -34,6 +34,7 @@ type Config struct {
 	// Observability (metrics.go).
 	MetricsAddr             string // Prometheus metrics, /livez, /readyz; empty: off
 	MetricsAuth             string // "user:password" (basic) or a bearer token
+	MetricsTLS              string // yes: HTTPS with the client port's certificate when tls-port is set; no
 	SlowlogLogSlowerThan    int    // µs; -1: off
 	SlowlogMaxLen           int
 	LatencyMonitorThreshold int // ms; 0: off
@@ -306,6 +307,10 @@ func sections() []section {
 				"Serve Prometheus metrics (`/metrics`), `/livez` and `/readyz` on this HTTP address, e.g. `127.0.0.1:9121`. Empty: off."),
 			stringDirective("metrics-auth", func(c *Config) *string { return &c.MetricsAuth }).is("",
 				"Protects `/metrics` (not the probes): `user:password` for basic authentication, anything else a bearer token. Empty: none."),
+			oneOf("metrics-tls", func(c *Config) *string { return &c.MetricsTLS }, "yes", "no").is("yes",
+				"`yes`: when `tls-port` is set, `metrics-addr` serves HTTPS only, with the client port's certificate and "+
+					"`tls-protocols`/`tls-ciphers`, and with `tls-auth-clients yes` `/metrics` needs a client certificate the CA "+
+					"signed (the probes do not); `no`: plain HTTP whatever the TLS settings. See docs/metrics.md."),
 			intDirective("slowlog-log-slower-than", func(c *Config) *int { return &c.SlowlogLogSlowerThan }, -1).is("10000",
 				"Commands taking at least this many microseconds go to the slow log; `-1`: off, `0`: every command. "+
 					"A write's time is until its entry was committed and applied."),

@@ -138,8 +138,8 @@ func replicationLag(t *testing.T, c *testutil.RESPClient, port string) (lag, ent
 // TestMetricsAndLagProcesses runs a 3-node cluster with metrics on: the
 // probes, the endpoint's auth and series, a paused follower whose lag grows
 // in INFO and in the metrics and shrinks once it runs again, a slow command
-// in SLOWLOG, and the Grafana dashboard's queries against what a node
-// exports.
+// in SLOWLOG, the Grafana dashboard's queries against what a node exports,
+// and /readyz failing once the node has lost its quorum.
 func TestMetricsAndLagProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three processes")
@@ -302,6 +302,30 @@ func TestMetricsAndLagProcesses(t *testing.T) {
 		_, entries, ms, ok := replicationLag(t, c, pport)
 		return ok && entries == 0 && ms == 0
 	})
+
+	// A majority gone for good: the leader steps down, /readyz says why
+	// with a 503 while /livez stays up, and the gauges agree.
+	for _, f := range followersOf(nodes, l) {
+		f.p.kill9(t)
+	}
+	var code int
+	var body string
+	testutil.WaitFor(t, 20*time.Second, "/readyz to fail on the node left alone", func() bool {
+		code, body = httpGet(t, "http://"+maddrs[li]+"/readyz", "")
+		return code != http.StatusOK
+	})
+	if code != http.StatusServiceUnavailable || body != "no leader\n" {
+		t.Errorf("/readyz without a quorum = %d %q, want 503 \"no leader\"", code, body)
+	}
+	if code, body := httpGet(t, "http://"+maddrs[li]+"/livez", ""); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/livez without a quorum = %d %q", code, body)
+	}
+	fams = scrape(t, maddrs[li])
+	for _, fam := range []string{"raftset_ready", "raftset_raft_has_leader", "raftset_raft_is_leader"} {
+		if v, ok := value(fams, fam); !ok || v != 0 {
+			t.Errorf("%s without a quorum = %v (present %v), want 0", fam, v, ok)
+		}
+	}
 }
 
 func indexOf(nodes []*clusterProc, cp *clusterProc) int {

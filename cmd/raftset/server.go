@@ -116,7 +116,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		}
 	}()
 
-	ms, err := startMetrics(cfg, logger)
+	ms, err := startMetrics(cfg, ctls, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -67,10 +67,26 @@ func (m *Metrics) ShuttingDown() { m.shutting.Store(true) }
 // Handler serves /metrics (behind auth when set), /livez and /readyz.
 // auth is "user:password" for basic authentication or a bearer token; the
 // probes need none, as they reveal nothing but up and ready.
-func (m *Metrics) Handler(auth string) http.Handler {
+func (m *Metrics) Handler(auth string) http.Handler { return m.HandlerFor(Access{Auth: auth}) }
+
+// Access is who may read /metrics.
+type Access struct {
+	// Auth is "user:password" for basic authentication or a bearer token;
+	// empty: no HTTP authentication.
+	Auth string
+	// ClientCert, when set and true at the time of a request, admits only a
+	// request whose connection presented a client certificate the TLS
+	// listener verified. It is asked per request because the listener
+	// cannot ask for the certificate itself: it also serves the probes,
+	// and a kubelet presents none.
+	ClientCert func() bool
+}
+
+// HandlerFor is Handler with the access rules of a.
+func (m *Metrics) HandlerFor(a Access) http.Handler {
 	mux := http.NewServeMux()
 	metrics := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
-	mux.Handle("/metrics", authorize(auth, metrics))
+	mux.Handle("/metrics", requireCert(a.ClientCert, authorize(a.Auth, metrics)))
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
@@ -88,6 +104,21 @@ func (m *Metrics) Handler(auth string) http.Handler {
 		_, _ = w.Write([]byte(why + "\n"))
 	})
 	return mux
+}
+
+// requireCert refuses a request without a verified client certificate
+// while required says so. 403, not 401: no HTTP credential would help.
+func requireCert(required func() bool, next http.Handler) http.Handler {
+	if required == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if required() && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+			http.Error(w, "a client certificate signed by the CA is required (tls-auth-clients yes)", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // authorize checks basic authentication ("user:password") or a bearer

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -180,4 +182,41 @@ func BenchmarkRaftSink(b *testing.B) {
 			s.SetGauge([]string{"raft", "commitNumLogs"}, 3)
 		}
 	})
+}
+
+// TestClientCertAccess: while ClientCert says so, /metrics needs a verified
+// client certificate and the auth on top; the probes need neither.
+func TestClientCertAccess(t *testing.T) {
+	required := true
+	h := New().HandlerFor(Access{Auth: "tok", ClientCert: func() bool { return required }})
+	verified := &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{}}}}
+	for _, tc := range []struct {
+		name     string
+		path     string
+		state    *tls.ConnectionState
+		token    string
+		required bool
+		want     int
+	}{
+		{"plain HTTP, token", "/metrics", nil, "tok", true, 403},
+		{"TLS without a certificate, token", "/metrics", &tls.ConnectionState{}, "tok", true, 403},
+		{"verified certificate, token", "/metrics", verified, "tok", true, 200},
+		{"verified certificate, no token", "/metrics", verified, "", true, 401},
+		{"no certificate, not required, token", "/metrics", &tls.ConnectionState{}, "tok", false, 200},
+		{"no certificate, not required, no token", "/metrics", &tls.ConnectionState{}, "", false, 401},
+		{"probe without a certificate", "/livez", &tls.ConnectionState{}, "", true, 200},
+		{"probe without a certificate", "/readyz", &tls.ConnectionState{}, "", true, 503},
+	} {
+		required = tc.required
+		r := httptest.NewRequest("GET", tc.path, nil)
+		r.TLS = tc.state
+		if tc.token != "" {
+			r.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.want {
+			t.Errorf("%s %s: %d, want %d (%s)", tc.path, tc.name, w.Code, tc.want, w.Body.String())
+		}
+	}
 }
