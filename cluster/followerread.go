@@ -20,7 +20,8 @@ import (
 // is in flight form the next group. This is the leader's own batching
 // (reader.join, runReadBarrier), one hop further out.
 
-// groupQueue collects the readers waiting for the next round.
+// groupQueue collects the readers waiting for the next round: of the
+// leader's barrier (reader) and of a follower's shared call (reader.fwd).
 type groupQueue struct {
 	mu   sync.Mutex
 	next *readGroup

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -32,9 +31,9 @@ import (
 // waited for is the last command entry at or before it (readTarget).
 
 type reader struct {
-	mu   sync.Mutex
-	next *readGroup
-	sig  chan struct{} // capacity 1
+	// The readers waiting for the barrier goroutine's next round
+	// (join, take, sig).
+	groupQueue
 
 	// floor is a snapshot index the state machine's state is known to
 	// include: entries at or below it need no wait.
@@ -63,32 +62,8 @@ type readGroup struct {
 }
 
 func (rd *reader) init() {
-	rd.sig = make(chan struct{}, 1)
+	rd.groupQueue.init()
 	rd.fwd.init()
-}
-
-// join adds the caller to the group the next barrier round will serve.
-func (rd *reader) join() *readGroup {
-	rd.mu.Lock()
-	g := rd.next
-	if g == nil {
-		g = &readGroup{done: make(chan struct{})}
-		rd.next = g
-	}
-	rd.mu.Unlock()
-	select {
-	case rd.sig <- struct{}{}:
-	default:
-	}
-	return g
-}
-
-func (rd *reader) take() *readGroup {
-	rd.mu.Lock()
-	g := rd.next
-	rd.next = nil
-	rd.mu.Unlock()
-	return g
 }
 
 // randSource is the local random source of reads (SRANDMEMBER, RANDOMKEY):
