@@ -52,7 +52,7 @@ trap cleanup EXIT
 # RAFTSET_BIN: measure a prebuilt binary (bench/ab.sh compares two builds).
 if [ -n "${RAFTSET_BIN:-}" ]; then cp "$RAFTSET_BIN" "$work/raftset"; else go build -o "$work/raftset" ./cmd/raftset; fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. bench/lib.sh
 now() { echo "$EPOCHREALTIME"; }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 max() { sort -n | tail -1; }
@@ -132,14 +132,6 @@ stop_redis() { kill "$rpid"; wait "$rpid" 2>/dev/null || true; rpid=""; }
 # 15 of /proc/PID/stat; the text after the ")" closing the name starts at
 # field 3).
 clk_tck=$(getconf CLK_TCK)
-cpu_ticks() {
-  local s
-  s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-  s=${s##*) }
-  # shellcheck disable=SC2086
-  set -- $s
-  echo $((${12} + ${13}))
-}
 
 # measure KEY PORT COMMAND... runs rps and appends its req/s to res[KEY] and
 # the CPU seconds per million requests of the leader, the benchmarked

@@ -27,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 go build -o "$work/raftset" ./cmd/raftset
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. bench/lib.sh
 cli() { local port=$1; shift; timeout 0.5 redis-cli -h 127.0.0.1 -p "$port" "$@" 2>/dev/null || true; }
 
 declare -a cport=() rport=() mport=()

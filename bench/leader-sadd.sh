@@ -23,9 +23,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-ticks() { local s; s=$(cat "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $((${12} + ${13})); }
-all_ticks() { local t=0 p; for p in "${pids[@]}"; do t=$((t + $(ticks "$p"))); done; echo "$t"; }
+. "$(dirname "$0")/lib.sh"
+all_ticks() { local t=0 p; for p in "${pids[@]}"; do t=$((t + $(cpu_ticks "$p"))); done; echo "$t"; }
 info_field() { timeout 1 redis-cli -p "$1" INFO raft 2>/dev/null | tr -d '\r' | awk -F: -v k="$2" '$1==k {print $2}'; }
 
 declare -a cp=() rp=() pp=()
@@ -49,7 +48,7 @@ done
 [ -n "$l" ] || { echo "cluster did not become healthy" >&2; exit 1; }
 lp=${pids[l - 1]}
 
-t0=$(ticks "$lp"); a0=$(all_ticks)
+t0=$(cpu_ticks "$lp"); a0=$(all_ticks)
 redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P 10 -n "$N" -r 200000 --threads 2 -q --csv \
   sadd __rand_int__ __rand_int__ >"$work/bench.out" 2>&1 &
 bp=$!
@@ -58,7 +57,7 @@ if [ -n "$PROFILE" ]; then
   curl -sf -o "$PROFILE" "http://127.0.0.1:${pp[l]}/debug/pprof/profile?seconds=15"
 fi
 wait "$bp"
-t1=$(ticks "$lp"); a1=$(all_ticks)
+t1=$(cpu_ticks "$lp"); a1=$(all_ticks)
 [ "$(info_field "${cp[l]}" raft_leader_id)" = "n$l" ] || echo "warning: leadership moved during the run" >&2
 
 hz=$(getconf CLK_TCK)

@@ -37,19 +37,11 @@ cleanup() {
 trap cleanup EXIT
 go build -o "$work/raftset" ./cmd/raftset
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. bench/lib.sh
 # cpu_ticks PID → utime+stime of the process in clock ticks (fields 14 and
 # 15 of /proc/PID/stat; the text after the ")" closing the name starts at
 # field 3).
 clk_tck=$(getconf CLK_TCK)
-cpu_ticks() {
-  local s
-  s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-  s=${s##*) }
-  # shellcheck disable=SC2086
-  set -- $s
-  echo $((${12} + ${13}))
-}
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 # run on|off → "rps cpu_s_per_M" of SADD

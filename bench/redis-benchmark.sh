@@ -27,15 +27,8 @@ trap cleanup EXIT
 # RAFTSET_BIN: measure a prebuilt binary (bench/ab.sh compares two builds).
 if [ -n "${RAFTSET_BIN:-}" ]; then cp "$RAFTSET_BIN" "$work/raftset"; else go build -o "$work/raftset" ./cmd/raftset; fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. bench/lib.sh
 # wait_ready waits until the server accepts a write (raftset: has elected itself).
-wait_ready() {
-  for _ in $(seq 1 400); do
-    [ "$(redis-cli -p "$1" SET __bench_ready 1 2>/dev/null)" = OK ] && { redis-cli -p "$1" DEL __bench_ready >/dev/null; return 0; }
-    sleep 0.05
-  done
-  echo "server on $1 did not become writable" >&2; return 1
-}
 
 start_redis() {
   local port=$1 dir=$2

@@ -42,7 +42,7 @@ trap cleanup EXIT
 hz=$(getconf CLK_TCK)
 [ -z "$PROFILE" ] || mkdir -p "$PROFILE"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. bench/lib.sh
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) exit; if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 cli() { local port=$1; shift; timeout 2 redis-cli -h 127.0.0.1 -p "$port" "$@" 2>/dev/null || true; }
 ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }

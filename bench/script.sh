@@ -19,14 +19,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 go build -o "$work/raftset" ./cmd/raftset
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-wait_ready() {
-  for _ in $(seq 1 400); do
-    [ "$(redis-cli -p "$1" SET __bench_ready 1 2>/dev/null)" = OK ] && { redis-cli -p "$1" DEL __bench_ready >/dev/null; return 0; }
-    sleep 0.05
-  done
-  echo "server on $1 did not become writable" >&2; return 1
-}
+. bench/lib.sh
 start_redis() {
   mkdir -p "$2"
   redis-server --port "$1" --bind 127.0.0.1 --dir "$2" --save "" --appendonly yes \

@@ -51,7 +51,7 @@ if [ -n "${RAFTSET_BIN:-}" ]; then cp "$RAFTSET_BIN" "$work/raftset"; else go bu
 go build -o "$work/loadgen" ./bench/loadgen
 hz=$(getconf CLK_TCK)
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. bench/lib.sh
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) exit; if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 cli() { local port=$1; shift; timeout 2 redis-cli -h 127.0.0.1 -p "$port" "$@" 2>/dev/null || true; }
 info_field() { cli "$1" INFO "$2" | tr -d '\r' | awk -F: -v k="$3" '$1==k {print $2}'; }

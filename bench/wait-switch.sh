@@ -23,7 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 go build -o "$work/raftset" ./cmd/raftset
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. bench/lib.sh
 declare -a cport=() rport=()
 peers=""
 for i in 1 2 3; do
