@@ -116,6 +116,12 @@ func (c *clusterClock) read(leading bool) int64 {
 		default: // a new cluster: its time starts at its first leader's clock
 			est = c.wall()
 		}
+		if !c.anchored {
+			// The floor starts with the cluster's time, here this node's
+			// first reading: a first leader may lose leadership before it
+			// applied an entry.
+			c.floor, c.fat = max(est, c.last), m
+		}
 		c.base, c.at, c.anchored, c.cold = max(est, c.last), m, true, 0
 	case leading:
 		el := int64(m - c.at)

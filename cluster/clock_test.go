@@ -52,6 +52,18 @@ func TestClusterClockNewClusterFollowsItsLeader(t *testing.T) {
 	}
 }
 
+// A new cluster's first leader that loses leadership before it applied
+// an entry counts on from its readings, at no less than 0.95 of real speed.
+func TestClusterClockFirstLeaderLosesLeadershipBeforeAnEntry(t *testing.T) {
+	ft := &fakeTime{}
+	c := ft.node(0)
+	first := c.now(true)
+	ft.t += time.Second
+	if got := c.now(false); got < first+950 || got > first+1000 {
+		t.Fatalf("a second after its first reading %d, the deposed leader reads %d", first, got)
+	}
+}
+
 // slewCase: the cluster's time is at the state machine's clock, a node
 // whose wall clock is off by skew takes over. Its readings are monotone,
 // advance at between 0.95 and 1.05 of real speed while they converge,
