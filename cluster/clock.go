@@ -29,18 +29,25 @@ import (
 //     1/clockSlewDiv of that elapsed time.
 //   - A follower's estimate: the newest entry time it applied plus the
 //     monotonic time elapsed since it applied it, but never less than its
-//     previous estimate advanced at the slowest speed cluster time can
-//     have (1 − 1/clockSlewDiv); never its wall clock. The floor matters
-//     when entries are applied late: a new leader applies its
-//     predecessor's last entries only after winning the election, and
-//     counting from them would lose the election's duration.
+//     floor; never its wall clock. The floor is a lower bound of cluster
+//     time: the newest entry time applied, advanced at the slowest speed
+//     cluster time can have (1 − 1/clockSlewDiv). It matters when entries
+//     are applied late: a new leader applies its predecessor's last entries
+//     only after winning the election, and counting from them would lose
+//     the election's duration. It is never taken from an estimate, which
+//     may run ahead of a live leader slewing down (counting at full speed
+//     through a pause, a cut-off, a restart): a floor ahead of the leader
+//     would stay ahead, expire keys early on the follower and, once it
+//     leads, step the cluster's time forward (docs/jepsen.md, findings).
 //   - Readings never go back on a node: each is at least the previous one.
-//   - A node that restarts guesses the cluster's time from its wall clock
-//     and the offset it saved (clockFile) before it stopped; the guess
-//     serves until it applies an entry stamped after its restart, so that
-//     time the node or the cluster spent down still counts: as the leader's
-//     starting point, and as a follower's estimate, which would otherwise
-//     count from the entries it replays, all stamped before it stopped.
+//   - A node that restarts guesses the cluster's time from the cluster
+//     time and wall clock it saved (clockFile) before it stopped: a lower
+//     bound, the saved time advanced at the slowest speed over the time
+//     since the save. The guess serves until it applies an entry stamped
+//     after its restart, so that time the node or the cluster spent down
+//     still counts: as the leader's starting point, and as a follower's
+//     estimate, which would otherwise count from the entries it replays,
+//     all stamped before it stopped.
 //
 // Config.ClockOffset shifts the node's wall clock (test-only), so the
 // Jepsen suite and the process tests can skew one node.
@@ -71,14 +78,15 @@ type clusterClock struct {
 	leading  bool          // as of the last reading
 	base     int64         // cluster time at monotonic time at
 	at       time.Duration //
-	// floor is a follower's estimate at monotonic time fat, which it
-	// advances at the slowest cluster speed.
+	// floor is a lower bound of cluster time at monotonic time fat, which
+	// the clock advances at the slowest cluster speed.
 	floor int64
 	fat   time.Duration
 	seen  int64 // the newest entry time observed
 	last  int64 // the largest reading handed out
 	// cold is the restart guess of cluster time at monotonic coldAt (0:
-	// none); it is dropped once an entry newer than it is observed.
+	// none), a lower bound advanced at the slowest cluster speed; it is
+	// dropped once an entry newer than it is observed.
 	cold   int64
 	coldAt time.Duration
 }
@@ -101,14 +109,18 @@ func (c *clusterClock) read(leading bool) int64 {
 		// knows it; the wall clock only by slewing, from the next reading.
 		var est int64
 		switch {
-		case c.anchored && c.cold != 0:
-			est = max(c.estimate(m), c.cold+int64(m-c.coldAt))
-		case c.anchored:
+		case c.anchored: // the estimate counts the restart guess (c.leading is false)
 			est = c.estimate(m)
 		case c.cold != 0:
-			est = c.cold + int64(m-c.coldAt)
+			est = c.cold + c.slow(m-c.coldAt)
 		default: // a new cluster: its time starts at its first leader's clock
 			est = c.wall()
+		}
+		if !c.anchored {
+			// The floor starts with the cluster's time, here this node's
+			// first reading: a first leader may lose leadership before it
+			// applied an entry.
+			c.floor, c.fat = max(est, c.last), m
 		}
 		c.base, c.at, c.anchored, c.cold = max(est, c.last), m, true, 0
 	case leading:
@@ -122,8 +134,12 @@ func (c *clusterClock) read(leading bool) int64 {
 		// that is not kept, lest a skewed wall clock become the floor.
 		return c.wall()
 	case c.leading:
-		// Leadership lost: count on from this node's last leader reading.
-		c.floor, c.fat = c.base+int64(m-c.at), m
+		// Leadership lost, perhaps after a pause while another leader
+		// slewed down: count on from the floor (the newest entry applied),
+		// not from this node's last leader reading at full speed, which
+		// may be ahead of the cluster by 1/clockSlewDiv of the pause.
+		c.floor, c.fat = c.floor+c.slow(m-c.fat), m
+		c.base, c.at = c.floor, m
 	}
 	c.leading = leading
 	t := c.estimate(m)
@@ -135,17 +151,19 @@ func (c *clusterClock) read(leading bool) int64 {
 func (c *clusterClock) estimate(m time.Duration) int64 {
 	t := max(c.base+int64(m-c.at), c.last)
 	if !c.leading {
-		el := int64(m - c.fat)
-		t = max(t, c.floor+el-el/c.slewDiv)
+		t = max(t, c.floor+c.slow(m-c.fat))
 		if c.cold != 0 {
 			// A restarted follower: its state and the log entries it
 			// replays were stamped before it stopped, and counting from
 			// them would lose the time it was down.
-			t = max(t, c.cold+int64(m-c.coldAt))
+			t = max(t, c.cold+c.slow(m-c.coldAt))
 		}
 	}
 	return t
 }
+
+// slow is the least cluster time that passes in el of real time.
+func (c *clusterClock) slow(el time.Duration) int64 { return int64(el) - int64(el)/c.slewDiv }
 
 // observe tells the clock the state machine's time (the newest entry time
 // applied, Unix ms) after an apply or a restore.
@@ -167,11 +185,15 @@ func (c *clusterClock) observe(entryMs int64) {
 		// keep the guess.
 		c.cold = 0
 	}
-	switch {
-	case !c.anchored:
+	if !c.anchored {
 		c.base, c.at, c.floor, c.fat, c.anchored = e, m, e, m, true
+		return
+	}
+	// The entry was stamped at or before now, so it is a lower bound of
+	// cluster time; the estimate is not (see the floor).
+	c.floor, c.fat = max(c.floor+c.slow(m-c.fat), e), m
+	switch {
 	case !c.leading:
-		c.floor, c.fat = c.estimate(m), m
 		c.base, c.at = e, m
 	case e > c.base+int64(m-c.at):
 		// An earlier leader's entry, applied after this node took over,
@@ -181,22 +203,29 @@ func (c *clusterClock) observe(entryMs int64) {
 }
 
 // restartGuess sets the restart guess from the offset (cluster time minus
-// this node's wall clock) saved before the node stopped.
-func (c *clusterClock) restartGuess(offset int64) {
+// this node's wall clock) and the wall clock saved before the node
+// stopped. Cluster time advanced by at least 1 − 1/clockSlewDiv of the
+// time since; counting it at full speed, as the wall clock does, would put
+// the guess ahead of a leader that slewed down meanwhile, by up to 1/20
+// of the time the node was down. A wall clock that went back counts as
+// no time.
+func (c *clusterClock) restartGuess(offset, wallAt int64) {
 	m := c.mono()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cold, c.coldAt = c.wall()+offset, m
+	age := time.Duration(max(c.wall()-wallAt, 0))
+	c.cold, c.coldAt = wallAt+offset+c.slow(age), m
 }
 
-// offset returns the cluster time minus this node's wall clock (ns) and
-// whether the node knows cluster time.
-func (c *clusterClock) offset(leading bool) (int64, bool) {
+// offset returns the cluster time minus this node's wall clock (ns), the
+// wall clock it was taken at, and whether the node knows cluster time.
+func (c *clusterClock) offset(leading bool) (off, wall int64, ok bool) {
 	t := c.read(leading)
 	c.mu.Lock()
-	ok := c.anchored
+	ok = c.anchored
 	c.mu.Unlock()
-	return t - c.wall(), ok
+	wall = c.wall()
+	return t - wall, wall, ok
 }
 
 // leading reports whether this node is the Raft leader (false before Raft
@@ -226,30 +255,43 @@ func (n *Node) startClock() {
 	if n.cfg.InMemory {
 		return
 	}
-	off, err := readClockFile(filepath.Join(n.cfg.DataDir, clockFile))
+	off, at, err := readClockFile(filepath.Join(n.cfg.DataDir, clockFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		n.log.Warn("ignoring the saved cluster clock offset", "error", err)
 	default:
-		n.clock.restartGuess(off)
+		n.clock.restartGuess(off, at)
 	}
 }
 
-func readClockFile(path string) (int64, error) {
+// readClockFile reads clockFile: the offset of cluster time from the wall
+// clock and the wall clock when it was saved, in nanoseconds. A file of
+// an earlier release holds the offset alone; without the time of the save
+// the guess has no bound, so it is refused (the node resumes from the
+// state's time: keys live longer, never shorter).
+func readClockFile(path string) (off, at int64, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0, fmt.Errorf("cluster: %s: want the offset and the time it was saved, have %d fields", path, len(f))
+	}
+	if off, err = strconv.ParseInt(f[0], 10, 64); err == nil {
+		at, err = strconv.ParseInt(f[1], 10, 64)
+	}
 	if err != nil {
-		return 0, fmt.Errorf("cluster: %s: %w", path, err)
+		return 0, 0, fmt.Errorf("cluster: %s: %w", path, err)
 	}
-	return v, nil
+	return off, at, nil
 }
 
-// runClock saves the clock's offset from the wall clock every
-// clockSavePeriod while it changes, for the restart guess.
+// runClock saves the clock's offset from the wall clock, and the wall
+// clock it was taken at, every clockSavePeriod, for the restart guess. It
+// saves even when the offset is unchanged: the guess counts the time since
+// the save at the slowest cluster speed, so an old save would set it back.
 func (n *Node) runClock() {
 	defer n.wg.Done()
 	if n.cfg.InMemory {
@@ -258,25 +300,22 @@ func (n *Node) runClock() {
 	path := filepath.Join(n.cfg.DataDir, clockFile)
 	t := time.NewTicker(clockSavePeriod)
 	defer t.Stop()
-	var saved int64
 	save := func() {
-		off, ok := n.clock.offset(n.leading())
-		if !ok || (saved != 0 && max(off-saved, saved-off) < int64(time.Millisecond)) {
+		off, at, ok := n.clock.offset(n.leading())
+		if !ok {
 			return
 		}
 		// Rename makes the update atomic; without fsync a crash of the
-		// machine may lose it, and the node then resumes from the state's
-		// time (keys live longer, never shorter).
+		// machine may lose it, and the node then resumes from an older
+		// save or the state's time (keys live longer, never shorter).
 		tmp := path + ".tmp"
-		err := os.WriteFile(tmp, []byte(strconv.FormatInt(off, 10)+"\n"), 0o644)
+		err := os.WriteFile(tmp, []byte(strconv.FormatInt(off, 10)+" "+strconv.FormatInt(at, 10)+"\n"), 0o644)
 		if err == nil {
 			err = os.Rename(tmp, path)
 		}
 		if err != nil {
 			n.log.Warn("saving the cluster clock offset", "error", err)
-			return
 		}
-		saved = off
 	}
 	for {
 		select {

@@ -52,6 +52,18 @@ func TestClusterClockNewClusterFollowsItsLeader(t *testing.T) {
 	}
 }
 
+// A new cluster's first leader that loses leadership before it applied
+// an entry counts on from its readings, at no less than 0.95 of real speed.
+func TestClusterClockFirstLeaderLosesLeadershipBeforeAnEntry(t *testing.T) {
+	ft := &fakeTime{}
+	c := ft.node(0)
+	first := c.now(true)
+	ft.t += time.Second
+	if got := c.now(false); got < first+950 || got > first+1000 {
+		t.Fatalf("a second after its first reading %d, the deposed leader reads %d", first, got)
+	}
+}
+
 // slewCase: the cluster's time is at the state machine's clock, a node
 // whose wall clock is off by skew takes over. Its readings are monotone,
 // advance at between 0.95 and 1.05 of real speed while they converge,
@@ -152,10 +164,11 @@ func TestClusterClockDeadlinesAcrossSkewedTransfers(t *testing.T) {
 }
 
 // A follower's estimate is the newest entry's time plus the time since it
-// applied it, but never below its previous estimate advanced at 0.95 of
-// real speed: an entry behind the estimate (a leader slewing down) slows
-// it rather than moving it back; one ahead (a leader slewing up) moves it
-// forward; an older time changes nothing.
+// applied it, but never below the floor (the entries' times advanced at
+// 0.95 of real speed) nor its last reading: an entry behind the estimate
+// (a leader slewing down) holds the readings rather than moving them back,
+// and then they follow the entries, not the estimate it had; one ahead (a
+// leader slewing up) moves it forward; an older time changes nothing.
 func TestClusterClockFollowerEstimate(t *testing.T) {
 	ft := &fakeTime{}
 	f := ft.node(time.Hour)
@@ -169,8 +182,8 @@ func TestClusterClockFollowerEstimate(t *testing.T) {
 		t.Fatalf("estimate after an entry behind it %d, want it held at 1000100", got)
 	}
 	ft.t += 20 * time.Millisecond
-	if got := f.now(false); got != 1_000_119 {
-		t.Fatalf("estimate %d, want 1000119 (1000100 + 0.95 * 20 ms)", got)
+	if got := f.now(false); got != 1_000_114 {
+		t.Fatalf("estimate %d, want 1000114 (the first entry's 1000000 + 0.95 * 120 ms)", got)
 	}
 	f.observe(1_000_200) // the leader's clock ran faster
 	if got := f.now(false); got != 1_000_200 {
@@ -214,23 +227,27 @@ func TestClusterClockLeaderCatchesUpWithTheState(t *testing.T) {
 }
 
 // A restarted node that leads before hearing of a newer entry continues
-// from its wall clock plus the offset it saved, so the time the cluster
-// was down counts; one that applied a newer entry first ignores the guess.
+// from the cluster time it saved plus the time since, counted at the
+// slowest cluster speed, so the time the cluster was down counts and the
+// guess is never ahead of a leader that ran meanwhile; one that applied a
+// newer entry first ignores the guess.
 func TestClusterClockRestartGuess(t *testing.T) {
 	for _, heard := range []bool{false, true} {
 		t.Run("heard-newer-entry="+strconv.FormatBool(heard), func(t *testing.T) {
 			ft := &fakeTime{}
 			c := ft.node(time.Hour)
-			c.observe(ft.trueMs() - 10_000)   // the state: its last entry, 10 s ago
-			c.restartGuess(-int64(time.Hour)) // saved: the cluster was an hour behind its wall
+			saved := ft.trueMs() - 10_000 // cluster time when the node stopped, 10 s ago
+			c.observe(saved)              // the state: its last entry, then
+			// saved then: the cluster was an hour behind its wall clock
+			c.restartGuess(-int64(time.Hour), c.wall()-int64(10*time.Second))
 			ft.t += 2 * time.Second
 			if heard {
 				c.observe(ft.trueMs() - 1_000) // a live leader's entry, its clock a second behind
 			}
 			got := c.now(true)
-			want := ft.trueMs()
+			want := saved + 12_000*19/20
 			if heard {
-				want -= 1_000
+				want = ft.trueMs() - 1_000
 			}
 			if got != want {
 				t.Fatalf("takes over at %d, want %d", got, want)
@@ -256,14 +273,17 @@ func TestClusterClockRestartedFollowerCountsTheOutage(t *testing.T) {
 
 	ft.t += 3617 * time.Millisecond // the outage
 	f := ft.node(0)
-	f.observe(kill - 5_000)        // the snapshot it restores
-	f.restartGuess(int64(skew))    // saved just before the kill
+	f.observe(kill - 5_000) // the snapshot it restores
+	// saved at the kill (the wall clock then was 3617 ms earlier)
+	f.restartGuess(int64(skew), f.wall()-int64(3617*time.Millisecond))
 	ft.t += 120 * time.Millisecond // the survivor wins and commits the old entries
 	for e := kill - 1_000; e <= kill; e += 100 {
 		f.observe(e) // replayed, stamped before the kill
 	}
-	want := kill + 3_617 + 120 // cluster time: the outage counted at real speed
-	if got := f.now(false); got < want-5 || got > want+5 {
+	// Cluster time: the outage counted at between the slowest cluster
+	// speed (the guess, a lower bound) and real speed.
+	want := kill + 3_617 + 120
+	if got := f.now(false); got < want-(3_617+120)/20-5 || got > want+5 {
 		t.Fatalf("the restarted follower reads %d, want about %d (it would see the key expiring at %d alive for %d ms more)",
 			got, want, deadline, deadline-got)
 	}
@@ -280,20 +300,133 @@ func TestClusterClockRestartedFollowerCountsTheOutage(t *testing.T) {
 	}
 }
 
-// The node saves the clock's offset from its wall clock and a restart
-// reads it back.
+// The node saves the clock's offset from its wall clock and the wall
+// clock of the save, and a restart reads them back; a file of an earlier
+// release (the offset alone) gives no bound on the guess and is refused.
 func TestClockFileRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), clockFile)
-	if err := os.WriteFile(path, []byte("-3600000000000\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("-3600000000000 1764624000000000000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := readClockFile(path); err != nil || v != -int64(time.Hour) {
-		t.Fatalf("readClockFile = %d, %v", v, err)
+	if off, at, err := readClockFile(path); err != nil || off != -int64(time.Hour) || at != 1764624000000000000 {
+		t.Fatalf("readClockFile = %d, %d, %v", off, at, err)
 	}
-	if err := os.WriteFile(path, []byte("soon"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, bad := range []string{"soon", "-3600000000000\n", "1 2 3", "1 soon"} {
+		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := readClockFile(path); err == nil || !strings.Contains(err.Error(), clockFile) {
+			t.Fatalf("readClockFile of %q: %v", bad, err)
+		}
 	}
-	if _, err := readClockFile(path); err == nil || !strings.Contains(err.Error(), clockFile) {
-		t.Fatalf("readClockFile of garbage: %v", err)
+}
+
+// The Jepsen run that found it (ttl-clock-hour-transfers, seed 45984148):
+// n3 (true clock) leads and is killed; n2 (an hour behind) wins and slews
+// the cluster's time down at 50 ms a second; n3 restarts, catches up as a
+// follower, and leadership is transferred to it. n3's restart guess
+// counted the outage at full speed, ahead of n2's slowed clock, and its
+// floor kept the guess after the first fresh entry dropped it: n3 took
+// over about 160 ms ahead of n2 (about 300 ms in the run, under load), and
+// a key n2 had set with PX 1162 just before the transfer answered PTTL 98
+// on n1 750 ms after its SET. Every node must see such a deadline pass no
+// earlier than 1162/1.05 ms after the SET.
+func TestClusterClockRestartedNodeTakesOverFromASlowLeader(t *testing.T) {
+	ft := &fakeTime{}
+	n1, n2, n3 := ft.node(time.Hour), ft.node(-time.Hour), ft.node(0)
+	const step = 10 * time.Millisecond
+	var log []int64 // every entry's time, in order
+	var savedOff, savedAt int64
+	stamp := func(leader *clusterClock, followers ...*clusterClock) {
+		ft.t += step
+		e := leader.now(true)
+		log = append(log, e)
+		for _, f := range followers {
+			f.observe(e)
+			f.now(false) // a read
+		}
+	}
+	for ft.t < 5*time.Second { // n3 leads and saves its offset
+		stamp(n3, n1, n2)
+		if ft.t%clockSavePeriod == 0 {
+			savedOff, savedAt, _ = n3.offset(true)
+		}
+	}
+	killed := len(log)
+	ft.t = 6300 * time.Millisecond // n3 killed; n2 wins the election
+	for ft.t < 9100*time.Millisecond {
+		stamp(n2, n1)
+	}
+	r3 := ft.node(0) // n3 restarts from its state and saved offset
+	r3.observe(log[killed-1])
+	r3.restartGuess(savedOff, savedAt)
+	for ft.t < 9500*time.Millisecond {
+		stamp(n2, n1)
+	}
+	for _, e := range log[killed:] { // the entries it missed, in a burst
+		r3.observe(e)
+	}
+	type setKey struct {
+		at       time.Duration
+		deadline int64
+	}
+	var key setKey
+	for ft.t < 12300*time.Millisecond {
+		stamp(n2, n1, r3)
+		if key.at == 0 && ft.t >= 12250*time.Millisecond {
+			key = setKey{ft.t, n2.now(true) + 1162} // SET PX 1162 on n2
+		}
+	}
+	ft.t += 80 * time.Millisecond // the transfer
+	nodes := map[string]*clusterClock{"n1": n1, "n2": n2, "n3": r3}
+	passed := map[string]time.Duration{}
+	for ft.t < 14*time.Second {
+		stamp(r3, n1, n2)
+		for name, c := range nodes {
+			if _, ok := passed[name]; !ok && c.now(c == r3) >= key.deadline {
+				passed[name] = ft.t - key.at
+			}
+		}
+	}
+	for name := range nodes {
+		life, ok := passed[name]
+		if !ok || life < 1162*time.Millisecond*20/21 || life > 1162*time.Millisecond*20/19+2*step {
+			t.Errorf("%s: the PX 1162 deadline passed %v after the SET (passed: %v), want between 1162/1.05 and 1162/0.95 ms",
+				name, life, ok)
+		}
+	}
+}
+
+// A leader paused for 4 s while its successor slews the cluster's time
+// down for 3 s resumes as a follower: counting its last leader reading on
+// at full speed through the pause would put it 150 ms ahead of the new
+// leader for good (its floor kept it), hiding keys early on it and
+// stepping the cluster's time forward if it leads again.
+func TestClusterClockPausedLeaderResumesBehindTheNewLeader(t *testing.T) {
+	ft := &fakeTime{}
+	old, next := ft.node(0), ft.node(-time.Hour)
+	for range 300 {
+		ft.t += 10 * time.Millisecond
+		next.observe(old.now(true))
+	}
+	ft.t += time.Second // old is paused; next wins a second later and slews down
+	var lead int64
+	for range 300 {
+		ft.t += 10 * time.Millisecond
+		lead = next.now(true)
+	}
+	for range 300 { // old resumes
+		ft.t += 10 * time.Millisecond
+		lead = next.now(true)
+		if ft.t%(100*time.Millisecond) == 0 {
+			old.observe(lead) // resumed: a follower
+			if got := old.now(false); got > lead+5 {
+				t.Fatalf("at %v the resumed leader reads %d, %d ms ahead of the leader", ft.t, got, got-lead)
+			}
+		}
+	}
+	ft.t += 10 * time.Millisecond
+	if got := old.now(true); got > lead+10+1 {
+		t.Fatalf("leading again, it starts %d ms after the leader's last reading 10 ms before", got-lead)
 	}
 }

@@ -72,8 +72,9 @@ const ClusterSlew = 1.0 / 20
 // ViewSlack bounds how far a node's view of cluster time is from the
 // leader's: a follower counts from the newest entry it applied, so it is
 // behind by the delay between the leader stamping an entry and the
-// follower applying it; a node that restarts and leads at once resumes
-// from an offset saved up to a quarter of a second before it stopped.
+// follower applying it. (A node that restarts and leads at once resumes
+// from the cluster time it saved, counting the time since at the slowest
+// speed: that is within Slew, not ViewSlack.)
 const ViewSlack = 100 * time.Millisecond
 
 // ClusterBounds are the bounds of the cluster clock, whatever the nodes'
