@@ -328,13 +328,6 @@ func parseIncrBy(args [][]byte) (int64, string) {
 	return n, ""
 }
 
-func prepareIncrBy(args [][]byte, _ int64) ([][]byte, string) {
-	if _, msg := parseIncrBy(args); msg != "" {
-		return nil, msg
-	}
-	return args, ""
-}
-
 func cmdIncrBy(c *execCtx, args [][]byte) {
 	n, msg := parseIncrBy(args)
 	if msg != "" {

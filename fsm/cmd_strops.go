@@ -121,13 +121,6 @@ func parseSetRange(args [][]byte) (int64, string) {
 	return off, ""
 }
 
-func prepareSetRange(args [][]byte, _ int64) ([][]byte, string) {
-	if _, msg := parseSetRange(args); msg != "" {
-		return nil, msg
-	}
-	return args, ""
-}
-
 func cmdSetRange(c *execCtx, args [][]byte) {
 	off, msg := parseSetRange(args)
 	if msg != "" {

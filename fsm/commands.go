@@ -91,8 +91,8 @@ func newCommandTable() map[string]*cmdDef {
 	add("mset", cmdMSet, prepareMSet)
 	add("incr", cmdIncr, nil)
 	add("decr", cmdDecr, nil)
-	add("incrby", cmdIncrBy, prepareIncrBy)
-	add("decrby", cmdIncrBy, prepareIncrBy)
+	add("incrby", cmdIncrBy, checkedBy(parseIncrBy))
+	add("decrby", cmdIncrBy, checkedBy(parseIncrBy))
 	// Scripting (cmd_script.go).
 	add("eval", cmdEval, prepareEval)
 	add("evalsha", cmdEvalSHA, prepareEval)
@@ -104,7 +104,7 @@ func newCommandTable() map[string]*cmdDef {
 	add("append", cmdAppend, nil)
 	add("getrange", cmdGetRange, nil)
 	add("substr", cmdGetRange, nil)
-	add("setrange", cmdSetRange, prepareSetRange)
+	add("setrange", cmdSetRange, checkedBy(parseSetRange))
 	add("incrbyfloat", cmdIncrByFloat, nil)
 	add("getset", cmdGetSet, nil)
 	add("msetnx", cmdMSetNX, prepareMSetNX)
@@ -126,4 +126,16 @@ func newCommandTable() map[string]*cmdDef {
 	// ACL SETUSER, DELUSER, LOAD (acl.go); Prepare checks them with the users.
 	internal("acl", -2, cmdACL, nil)
 	return t
+}
+
+// checkedBy is the prepare step of a command whose arguments only need the
+// check its own parser makes when it runs: a refused entry is never
+// proposed, and the entry carries the arguments unchanged.
+func checkedBy[T any](parse func([][]byte) (T, string)) func([][]byte, int64) ([][]byte, string) {
+	return func(args [][]byte, _ int64) ([][]byte, string) {
+		if _, msg := parse(args); msg != "" {
+			return nil, msg
+		}
+		return args, ""
+	}
 }

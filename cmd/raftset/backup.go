@@ -69,6 +69,31 @@ func addConnFlags(fs *flag.FlagSet, stderr io.Writer) *connFlags {
 	}
 }
 
+// parseFileCommand parses the arguments of `raftset NAME [flags] FILE`.
+// A nil connFlags means the command is over, with code as its exit status
+// (0 after -help, 2 for a usage error, 1 for unusable TLS settings).
+func parseFileCommand(name, usage string, args []string, stderr io.Writer) (cf *connFlags, file string, code int) {
+	fs := flag.NewFlagSet("raftset "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	cf = addConnFlags(fs, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, "", 0
+		}
+		return nil, "", 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return nil, "", 2
+	}
+	if err := cf.init(); err != nil {
+		fmt.Fprintf(stderr, "raftset %s: %v\n", name, err)
+		return nil, "", 1
+	}
+	return cf, fs.Arg(0), 0
+}
+
 func (cf *connFlags) init() error {
 	if *cf.useTLS {
 		var err error
@@ -211,31 +236,17 @@ func (p *progressBar) finish() {
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 
 func runBackup(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("raftset backup", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, backupUsage); fs.PrintDefaults() }
-	cf := addConnFlags(fs, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	cf, file, code := parseFileCommand("backup", backupUsage, args, stderr)
+	if cf == nil {
+		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
-	}
-	if err := cf.init(); err != nil {
-		fmt.Fprintf(stderr, "raftset backup: %v\n", err)
-		return 1
-	}
-	res, err := backup(cf, fs.Arg(0))
+	res, err := backup(cf, file)
 	if err != nil {
 		fmt.Fprintf(stderr, "raftset backup: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "backup %s: %d bytes, %d keys, consistent with index %s term %s, checksum OK (%016x)\n",
-		fs.Arg(0), res.size, res.keys, res.index, res.term, res.crc)
+		file, res.size, res.keys, res.index, res.term, res.crc)
 	return 0
 }
 
@@ -360,30 +371,16 @@ func verifyRDB(path string) (backupResult, error) {
 }
 
 func runRestore(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("raftset restore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, restoreUsage); fs.PrintDefaults() }
-	cf := addConnFlags(fs, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	cf, file, code := parseFileCommand("restore", restoreUsage, args, stderr)
+	if cf == nil {
+		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
-	}
-	if err := cf.init(); err != nil {
-		fmt.Fprintf(stderr, "raftset restore: %v\n", err)
-		return 1
-	}
-	keys, leader, err := restore(cf, fs.Arg(0))
+	keys, leader, err := restore(cf, file)
 	if err != nil {
 		fmt.Fprintf(stderr, "raftset restore: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "restored %s through the leader %s: %d keys\n", fs.Arg(0), leader, keys)
+	fmt.Fprintf(stdout, "restored %s through the leader %s: %d keys\n", file, leader, keys)
 	return 0
 }
 
