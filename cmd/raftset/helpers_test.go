@@ -24,6 +24,16 @@ func startNode(t *testing.T, dir string, extra ...string) (string, *node) {
 	args := append([]string{"--port", fmt.Sprint(testutil.FreePort(t)),
 		"--raft-addr", fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)),
 		"--dir", dir, "--loglevel", "warn"}, extra...)
+	n := runNode(t, args...)
+	addr := n.ln.Addr().String()
+	waitWritable(t, addr)
+	return addr, n
+}
+
+// runNode starts a node in this process with the given command-line
+// arguments and stops it when the test ends; it does not wait for a leader.
+func runNode(t *testing.T, args ...string) *node {
+	t.Helper()
 	cfg, err := LoadConfig(args)
 	if err != nil {
 		t.Fatal(err)
@@ -42,9 +52,7 @@ func startNode(t *testing.T, dir string, extra ...string) (string, *node) {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	addr := n.ln.Addr().String()
-	waitWritable(t, addr)
-	return addr, n
+	return n
 }
 
 // waitWritable waits until the node has elected itself and accepts writes.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,7 +18,6 @@ import (
 	"raftset/internal/certgen"
 	"raftset/internal/testutil"
 	"raftset/internal/tlsconf"
-	"raftset/resp"
 )
 
 // testPKI is a CA with a node certificate for 127.0.0.1 and a client
@@ -96,24 +94,7 @@ func startTLSNode(t *testing.T, p *testPKI, tlsOnly bool, extra ...string) (stri
 	args := append([]string{"--port", fmt.Sprint(port),
 		"--raft-addr", fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)),
 		"--dir", filepath.Join(t.TempDir(), "data"), "--loglevel", "warn"}, p.serverArgs(tlsPort)...)
-	cfg, err := LoadConfig(append(args, extra...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := start(cfg, io.Discard)
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- n.server.Serve(n.ln) }()
-	t.Cleanup(func() {
-		if err := n.close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		if err := <-served; err != nil && !errors.Is(err, resp.ErrServerClosed) {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	n := runNode(t, append(args, extra...)...)
 	addr := fmt.Sprintf("127.0.0.1:%d", tlsPort)
 	c := goRedis(t, addr, p.clientTLS(t, "client"))
 	testutil.WaitFor(t, 20*time.Second, "the node to accept writes over TLS", func() bool {
