@@ -147,6 +147,23 @@ func labelNames(labels []gometrics.Label) ([]string, []string) {
 
 func vecKey(name string, labels []string) string { return name + "{" + strings.Join(labels, ",") + "}" }
 
+// vecOf returns the vector kept in m under k, registering the one mk makes
+// on first use. It is nil (and stays nil in m) when the name is already
+// registered with other label names.
+func vecOf[V interface {
+	*prometheus.GaugeVec | *prometheus.CounterVec | *prometheus.HistogramVec
+	prometheus.Collector
+}](s *RaftSink, m map[string]V, k string, mk func() V) V {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := m[k]
+	if !ok {
+		v, _ = s.register(mk()).(V)
+		m[k] = v
+	}
+	return v
+}
+
 // register registers c, or returns the collector already registered under
 // its name (another label set of the same name is refused: nil).
 func (s *RaftSink) register(c prometheus.Collector) prometheus.Collector {
@@ -177,14 +194,9 @@ func (s *RaftSink) SetGaugeWithLabels(key []string, val float32, labels []gometr
 	name := promName(key)
 	ln, lv := labelNames(labels)
 	k := vecKey(name, ln)
-	s.mu.Lock()
-	g, ok := s.gauge[k]
-	if !ok {
-		g, _ = s.register(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name,
-			Help: "hashicorp/raft's " + strings.Join(key, ".")}, ln)).(*prometheus.GaugeVec)
-		s.gauge[k] = g
-	}
-	s.mu.Unlock()
+	g := vecOf(s, s.gauge, k, func() *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "hashicorp/raft's " + strings.Join(key, ".")}, ln)
+	})
 	if g == nil {
 		s.cache('g', key, labels, child{})
 		return
@@ -218,14 +230,9 @@ func (s *RaftSink) IncrCounterWithLabels(key []string, val float32, labels []gom
 	name := promName(key) + "_total"
 	ln, lv := labelNames(labels)
 	k := vecKey(name, ln)
-	s.mu.Lock()
-	c, ok := s.count[k]
-	if !ok {
-		c, _ = s.register(prometheus.NewCounterVec(prometheus.CounterOpts{Name: name,
-			Help: "hashicorp/raft's " + strings.Join(key, ".")}, ln)).(*prometheus.CounterVec)
-		s.count[k] = c
-	}
-	s.mu.Unlock()
+	c := vecOf(s, s.count, k, func() *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: "hashicorp/raft's " + strings.Join(key, ".")}, ln)
+	})
 	if c == nil {
 		s.cache('c', key, labels, child{})
 		return
@@ -263,14 +270,9 @@ func (s *RaftSink) AddSampleWithLabels(key []string, val float32, labels []gomet
 	}
 	ln, lv := labelNames(labels)
 	k := vecKey(name, ln)
-	s.mu.Lock()
-	h, ok := s.hists[k]
-	if !ok {
-		h, _ = s.register(prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name,
-			Help: "hashicorp/raft's " + dotted, Buckets: buckets}, ln)).(*prometheus.HistogramVec)
-		s.hists[k] = h
-	}
-	s.mu.Unlock()
+	h := vecOf(s, s.hists, k, func() *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: "hashicorp/raft's " + dotted, Buckets: buckets}, ln)
+	})
 	if h == nil {
 		s.cache('h', key, labels, child{})
 		return
