@@ -12,7 +12,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build static test lint image compose-test certs jepsen jepsen-ci jepsen-smoke clean
+.PHONY: all build static test lint image compose-test compose-shards-test certs jepsen jepsen-ci jepsen-smoke clean
 
 all: build
 
@@ -40,6 +40,10 @@ image: static
 compose-test:
 	.ci/compose-test.sh
 
+# The 6-node, 2-shard compose cluster (docker-compose.shards.yml) from the host.
+compose-shards-test:
+	.ci/compose-shards-test.sh
+
 # The compose file makes its own in a volume (the certs service); these are
 # for nodes run from the shell (README, "A secure cluster"). Re-running keeps
 # what is valid. NODES="a b" names other nodes.
@@ -52,7 +56,7 @@ certs: build
 # CI tier (the matrix rows marked CI, 40 s each, plus the checker tests), or
 # the old loopback smoke test. One row: go test -tags jepsen ./integration/
 # -run '^TestJepsen$$/^partition-majority-5$$' -v
-JEPSEN_UNIT := TestChecker.*|TestScheduleFromSeed|TestPartitionShapes|TestLeaderTermsChecker|TestMatrixShape|TestRecheckSavedHistory
+JEPSEN_UNIT := TestChecker.*|TestScheduleFromSeed|TestShardOf|TestPartitionShapes|TestLeaderTermsChecker|TestMatrixShape|TestRecheckSavedHistory
 # The TTL (clock offset) and SPOP-queue workloads under kill/pause.
 JEPSEN_WORKLOADS := TestJepsenQueue|TestJepsenTTL
 

@@ -20,21 +20,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
-
-step() { printf '\n=== %s\n' "$*"; }
-ok() { printf '    ok: %s\n' "$*"; }
-fail() { printf '\nFAIL: %s\n' "$*" >&2; exit 1; }
+. .ci/compose-lib.sh
 
 step "check docker and docker compose"
-command -v docker >/dev/null || fail "docker is not installed"
-docker info >/dev/null 2>&1 || fail "the docker daemon is not reachable (docker info failed)"
-if docker compose version >/dev/null 2>&1; then
-  compose_cmd=(docker compose)
-elif command -v docker-compose >/dev/null && docker-compose version >/dev/null 2>&1; then
-  compose_cmd=(docker-compose)
-else
-  fail "neither 'docker compose' nor 'docker-compose' works"
-fi
+find_compose
 ok "$("${compose_cmd[@]}" version 2>/dev/null | head -n1)"
 
 # A unique project: its own containers, network and volumes.
@@ -42,20 +31,11 @@ export COMPOSE_PROJECT_NAME="raftsetci$$$(date +%s)"
 compose() { "${compose_cmd[@]}" -f docker-compose.yml "$@"; }
 
 # Host ports: free ones unless given.
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-pick_port() {
-  local p
-  for _ in $(seq 1 100); do
-    # Below Linux's ephemeral range (32768-60999), where a test's outgoing
-    # connection could take the port between this check and docker's bind.
-    p=$((10000 + RANDOM % 20000))
-    port_busy "$p" || { echo "$p"; return 0; }
-  done
-  fail "no free port found"
-}
 [ -n "${RAFTSET_N1_PORT:-}" ] && FIXED_PORTS=1
 export RAFTSET_N1_PORT=${RAFTSET_N1_PORT:-$(pick_port)}
+taken[$RAFTSET_N1_PORT]=1
 export RAFTSET_N2_PORT=${RAFTSET_N2_PORT:-$(pick_port)}
+taken[$RAFTSET_N2_PORT]=1
 export RAFTSET_N3_PORT=${RAFTSET_N3_PORT:-$(pick_port)}
 nodes=(n1 n2 n3)
 declare -A port=([n1]=$RAFTSET_N1_PORT [n2]=$RAFTSET_N2_PORT [n3]=$RAFTSET_N3_PORT)

@@ -13,14 +13,8 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 N=${N:-300000}
 P=${PIPELINE:-10}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-go build -o "$work/raftset" ./cmd/raftset
-
 . bench/lib.sh
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+bench_init
 rps() {
   local port=$1; shift
   redis-benchmark -p "$port" -c 50 -P "$P" -n "$N" -r 200000 --threads 2 -q --csv "$@" 2>/dev/null |

@@ -54,7 +54,6 @@ if [ -n "${RAFTSET_BIN:-}" ]; then cp "$RAFTSET_BIN" "$work/raftset"; else go bu
 
 . bench/lib.sh
 now() { echo "$EPOCHREALTIME"; }
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 max() { sort -n | tail -1; }
 
 # cli PORT ARGS... with a short timeout: a node that forwards to a dead

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One run of redis-benchmark SADD -P 10 against the leader of a fresh
+# One run of redis-benchmark SADD -P 10 (PIPE=…) against the leader of a fresh
 # three-node cluster of BIN (loopback, default Raft timeouts), printing the
 # req/s, the CPU seconds per million SADDs (utime+stime from /proc) of the
 # leader and of the three processes, and the ops per Raft entry. With
@@ -15,6 +15,7 @@ set -euo pipefail
 bin=$(realpath "${1:?usage: bench/leader-sadd.sh BIN}")
 N=${N:-2000000}
 PROFILE=${PROFILE:-}
+PIPE=${PIPE:-10} # redis-benchmark -P
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -49,7 +50,7 @@ done
 lp=${pids[l - 1]}
 
 t0=$(cpu_ticks "$lp"); a0=$(all_ticks)
-redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P 10 -n "$N" -r 200000 --threads 2 -q --csv \
+redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P "$PIPE" -n "$N" -r 200000 --threads 2 -q --csv \
   sadd __rand_int__ __rand_int__ >"$work/bench.out" 2>&1 &
 bp=$!
 if [ -n "$PROFILE" ]; then

@@ -21,15 +21,8 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 N=${N:-300000}
 MAXMEM=${MAXMEM:-64mb}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-if [ -n "${RAFTSET_BIN:-}" ]; then cp "$RAFTSET_BIN" "$work/raftset"; else go build -o "$work/raftset" ./cmd/raftset; fi
-
 . bench/lib.sh
-stop_last() { local p=${pids[-1]}; kill "$p"; wait "$p" 2>/dev/null || true; unset 'pids[-1]'; }
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+bench_init
 info() { redis-cli -p "$1" INFO "$2" | tr -d '\r' | awk -F: -v f="$3" '$1==f {print $2}'; }
 
 # run NAME PORT: one flood; appends "name errors rps used dataset rss evicted used5 dataset5 rss5" to $work/results

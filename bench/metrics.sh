@@ -42,7 +42,6 @@ go build -o "$work/raftset" ./cmd/raftset
 # 15 of /proc/PID/stat; the text after the ")" closing the name starts at
 # field 3).
 clk_tck=$(getconf CLK_TCK)
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 # run on|off → "rps cpu_s_per_M" of SADD
 run() {

@@ -19,33 +19,8 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 N=${N:-1000000}
 MEMORY=${MEMORY:-1}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-# RAFTSET_BIN: measure a prebuilt binary (bench/ab.sh compares two builds).
-if [ -n "${RAFTSET_BIN:-}" ]; then cp "$RAFTSET_BIN" "$work/raftset"; else go build -o "$work/raftset" ./cmd/raftset; fi
-
 . bench/lib.sh
-# wait_ready waits until the server accepts a write (raftset: has elected itself).
-
-start_redis() {
-  local port=$1 dir=$2
-  mkdir -p "$dir"
-  redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly yes \
-    --appendfsync always --logfile "$dir/redis.log" --daemonize no & pids+=($!)
-  wait_ready "$port"
-}
-start_raftset() {
-  local port=$1 dir=$2
-  "$work/raftset" --port "$port" --raft-addr "127.0.0.1:$(free_port)" --dir "$dir" --loglevel warn \
-    >"$dir.log" 2>&1 & pids+=($!)
-  wait_ready "$port"
-}
-stop_last() { local p=${pids[-1]}; kill "$p"; wait "$p" 2>/dev/null || true; unset 'pids[-1]'; }
-
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+bench_init
 
 # rps PORT PIPELINE COMMAND... → requests per second
 rps() {

@@ -10,7 +10,10 @@
 #
 # Rows:
 #   sismember-P10  SISMEMBER -P10 -c50, one node, after SEED SADDs over 200,000 sets
-#   spop-P10       SPOP -P10 -c50 on those sets (after sismember-P10 when both run)
+#   get-P50        GET -P50 -c50 on 100,000 keys with a TTL (300,000 SET EX 3600)
+#   smembers-P10   SMEMBERS -P10 -c50 on those sets
+#   spop-P10       SPOP -P10 -c50 on those sets (after the reads when they run)
+#   spop-empty-P10 SPOP -P10 -c50 of keys that do not exist (consumers polling empty queues)
 #   3n-follower-sismember-P10   linearizable SISMEMBER -P10 at a follower, then at the leader
 # One-node rows run redis-server (no AOF, seeded alike) in the same round; its
 # figures are printed as "redis". With PROFILE=DIR a 10 s CPU profile of the
@@ -28,7 +31,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 N=${N:-1000000}
 SEED=${SEED:-1000000}
-ROWS=${ROWS:-sismember-P10 spop-P10 3n-follower-sismember-P10}
+ROWS=${ROWS:-sismember-P10 get-P50 smembers-P10 spop-P10 spop-empty-P10 3n-follower-sismember-P10}
 PROFILE=${PROFILE:-}
 # Longer Raft timeouts than the defaults keep one leader on a machine
 # loaded far past its cores; RAFT_TIMEOUTS= runs the defaults.
@@ -43,7 +46,6 @@ hz=$(getconf CLK_TCK)
 [ -z "$PROFILE" ] || mkdir -p "$PROFILE"
 
 . bench/lib.sh
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) exit; if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 cli() { local port=$1; shift; timeout 2 redis-cli -h 127.0.0.1 -p "$port" "$@" 2>/dev/null || true; }
 ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
 stop() { local p; for p in "$@"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; pids=(); }
@@ -60,15 +62,20 @@ wait_writable() {
   echo "server on $1 did not become writable" >&2; return 1
 }
 seed() { redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -P 10 -n "$SEED" -r 200000 --threads 2 -q sadd __rand_int__ __rand_int__ >/dev/null; }
+seed_ttl() {
+  redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -P 10 -n 300000 -r 100000 --threads 2 -q \
+    set key:__rand_int__ __rand_int__ ex 3600 >/dev/null
+}
 
-# measure PORT PPORT PROFNAME PID... -- CMD... → "rps cpu_s_per_M"
+# measure PORT PPORT PROFNAME PID... -- CMD... → "rps cpu_s_per_M", with
+# PIPELINE commands in flight per connection (10 unless set).
 measure() {
   local port=$1 pport=$2 prof=$3; shift 3
   local mp=() t0 t1 out bp
   while [ "$1" != -- ]; do mp+=("$1"); shift; done
   shift
   t0=$(ticks "${mp[@]}")
-  redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -P 10 -n "$N" -r 200000 --threads 2 -q --csv "$@" >"$work/b.out" 2>&1 &
+  redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -P "${PIPELINE:-10}" -n "$N" -r 200000 --threads 2 -q --csv "$@" >"$work/b.out" 2>&1 &
   bp=$!
   if [ -n "$PROFILE" ] && [ -n "$pport" ]; then
     sleep 1
@@ -83,7 +90,8 @@ measure() {
 
 one_node() {
   local round=$1 bin=$2 who=$3 p pp pid rp rpid r
-  if ! has_row sismember-P10 && ! has_row spop-P10; then return 0; fi
+  if ! has_row sismember-P10 && ! has_row get-P50 && ! has_row smembers-P10 && ! has_row spop-P10 &&
+    ! has_row spop-empty-P10; then return 0; fi
   p=$(free_port); pp=$(free_port)
   "$bin" --port "$p" --raft-addr "127.0.0.1:$(free_port)" --dir "$work/one" --loglevel warn \
     --pprof-addr "127.0.0.1:$pp" >"$work/one.log" 2>&1 &
@@ -94,13 +102,15 @@ one_node() {
     --daemonize no &
   rpid=$!; pids+=("$rpid")
   wait_writable "$rp"; seed "$rp"
-  for spec in "sismember-P10 sismember __rand_int__ __rand_int__" "spop-P10 spop __rand_int__"; do
+  if has_row get-P50; then seed_ttl "$p"; seed_ttl "$rp"; fi
+  for spec in "sismember-P10 10 sismember __rand_int__ __rand_int__" "get-P50 50 get key:__rand_int__" \
+    "smembers-P10 10 smembers __rand_int__" "spop-P10 10 spop __rand_int__" "spop-empty-P10 10 spop empty:__rand_int__"; do
     # shellcheck disable=SC2086
     set -- $spec
-    local row=$1; shift
+    local row=$1 pl=$2; shift 2
     has_row "$row" || continue
-    r=$(measure "$p" "$pp" "$row-$who-$round" "$pid" -- "$@"); result "round $round $row $who $r"
-    r=$(measure "$rp" "" "" "$rpid" -- "$@"); result "round $round $row redis.$who $r"
+    r=$(PIPELINE=$pl measure "$p" "$pp" "$row-$who-$round" "$pid" -- "$@"); result "round $round $row $who $r"
+    r=$(PIPELINE=$pl measure "$rp" "" "" "$rpid" -- "$@"); result "round $round $row redis.$who $r"
   done
   stop "$pid" "$rpid"; rm -rf "$work/one"
 }

@@ -13,26 +13,8 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 N=${N:-300000}
 P=${P:-10}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-go build -o "$work/raftset" ./cmd/raftset
-
 . bench/lib.sh
-start_redis() {
-  mkdir -p "$2"
-  redis-server --port "$1" --bind 127.0.0.1 --dir "$2" --save "" --appendonly yes \
-    --appendfsync always --logfile "$2/redis.log" --daemonize no & pids+=($!)
-  wait_ready "$1"
-}
-start_raftset() {
-  "$work/raftset" --port "$1" --raft-addr "127.0.0.1:$(free_port)" --dir "$2" --loglevel warn \
-    >"$2.log" 2>&1 & pids+=($!)
-  wait_ready "$1"
-}
-stop_last() { local p=${pids[-1]}; kill "$p"; wait "$p" 2>/dev/null || true; unset 'pids[-1]'; }
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+bench_init
 
 body="redis.call('sadd', KEYS[1], ARGV[1]) redis.call('sismember', KEYS[1], ARGV[1]) return redis.call('scard', KEYS[1])"
 # rps PORT → EVALSHA requests per second (the script loaded first)

@@ -17,24 +17,8 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 N=${N:-1000000}
 REST=${REST:-25}
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-if [ -n "${RAFTSET_BIN:-}" ]; then cp "$RAFTSET_BIN" "$work/raftset"; else go build -o "$work/raftset" ./cmd/raftset; fi
-
 . bench/lib.sh
-start_redis() {
-  mkdir -p "$2"
-  redis-server --port "$1" --bind 127.0.0.1 --dir "$2" --save "" --appendonly yes \
-    --appendfsync always --logfile "$2/redis.log" --daemonize no & pids+=($!)
-  wait_ready "$1"
-}
-start_raftset() {
-  "$work/raftset" --port "$1" --raft-addr "127.0.0.1:$(free_port)" --dir "$2" --loglevel warn >"$2.log" 2>&1 & pids+=($!)
-  wait_ready "$1"
-}
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+bench_init
 info() { redis-cli -p "$1" INFO memory | tr -d '\r' | awk -F: -v k="$2" '$1==k{print $2}'; }
 mb() { echo "$(info "$1" "$2") / 1000000" | bc -l | xargs printf '%.2f'; }
 V=$(printf 'v%.0s' $(seq 32))

@@ -57,6 +57,18 @@ func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
 		return command.OK
 	case "sentinel":
 		return n.sentinel(args)
+	case "raft.shard":
+		// A single-group node is shard 0 (Host.Admin routes the command
+		// between the shards of a process that hosts several).
+		if sub := strings.ToLower(string(args[1])); sub == "moveslots" || sub == "map" || sub == "balance-leaders" || sub == "addshard" ||
+			sub == "addreplica" || sub == "removereplica" {
+			return command.Error("ERR RAFT.SHARD " + strings.ToUpper(sub) + " needs a sharded node (shard-map)")
+		}
+		if len(args) < 3 || string(args[1]) != strconv.FormatUint(uint64(n.cfg.Shard), 10) ||
+			strings.EqualFold(string(args[2]), "raft.shard") {
+			return command.Error("ERR this node holds no replica of shard " + string(args[1]))
+		}
+		return n.Admin(ctx, args[2:])
 	case "cluster":
 		return n.clusterCmd(ctx, args)
 	}

@@ -49,6 +49,9 @@ type peerCreds struct {
 	secret []byte
 }
 
-func (n *Node) peerAuth() peerCreds {
-	return peerCreds{tls: n.cfg.ClientTLS, secret: []byte(NodeSecret(n.cfg.ClusterSecret, n.cfg.Password))}
+func (n *Node) peerAuth() peerCreds { return n.cfg.peerAuth() }
+
+// peerAuth is what a node of configuration c proves to the others.
+func (c *Config) peerAuth() peerCreds {
+	return peerCreds{tls: c.ClientTLS, secret: []byte(NodeSecret(c.ClusterSecret, c.Password))}
 }

@@ -89,6 +89,12 @@ type clusterClock struct {
 	// dropped once an entry newer than it is observed.
 	cold   int64
 	coldAt time.Duration
+	// unconfirmed: the clock was anchored on this node's own wall clock,
+	// as a new cluster's first leader, from unconfirmedFrom on, and has
+	// not yet applied an entry time. The cluster's time is the first one
+	// its log holds, which may be another leader's (observe).
+	unconfirmed     bool
+	unconfirmedFrom int64
 }
 
 func newClusterClock(mono func() time.Duration, wall func() int64) *clusterClock {
@@ -115,6 +121,7 @@ func (c *clusterClock) read(leading bool) int64 {
 			est = c.cold + c.slow(m-c.coldAt)
 		default: // a new cluster: its time starts at its first leader's clock
 			est = c.wall()
+			c.unconfirmed, c.unconfirmedFrom = true, est
 		}
 		if !c.anchored {
 			// The floor starts with the cluster's time, here this node's
@@ -179,6 +186,22 @@ func (c *clusterClock) observe(entryMs int64) {
 		return // no newer entry: keep counting from the one seen
 	}
 	c.seen = e
+	if c.unconfirmed {
+		c.unconfirmed = false
+		if e < c.unconfirmedFrom {
+			// This node began a new cluster's time from its own wall clock,
+			// but the log's first entry time is earlier: another leader's,
+			// after this one stamped nothing that committed (a transfer
+			// right after the first election). That leader began the
+			// cluster's time. No entry carried this node's readings, so
+			// none decided anything in the state: start over from the
+			// entry, even though the readings go back. Keeping them would
+			// hold this node as far ahead of the cluster as its wall clock
+			// is of the other leader's, expiring every key early.
+			c.base, c.at, c.floor, c.fat, c.last, c.seen = e, m, e, m, e, e
+			return
+		}
+	}
 	if c.cold != 0 && e > c.cold {
 		// A leader stamped this after the restart: its time is better.
 		// Readings already handed out stand (last); the floor does not
@@ -217,20 +240,51 @@ func (c *clusterClock) restartGuess(offset, wallAt int64) {
 	c.cold, c.coldAt = wallAt+offset+c.slow(age), m
 }
 
+// confirm makes this node's own start of cluster time the cluster's, before
+// a user restore (Import) on a new cluster's first leader: the restored
+// state's time is the backup's, older than the leader's readings, and
+// restoring a backup never sets cluster time back (as in a cluster whose
+// time has begun: observe keeps the newer time).
+func (c *clusterClock) confirm() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unconfirmed = false
+}
+
+// isAnchored reports whether the clock holds a cluster time: from an entry
+// applied or a restored state, not from this node's own wall clock before
+// an entry confirmed it (unconfirmed).
+func (c *clusterClock) isAnchored() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.anchored && !c.unconfirmed
+}
+
 // offset returns the cluster time minus this node's wall clock (ns), the
-// wall clock it was taken at, and whether the node knows cluster time.
+// wall clock it was taken at, and whether the node knows cluster time
+// (isAnchored: a restart guess saved from an unconfirmed clock would keep
+// the node at its own wall clock, as the guess is dropped only for a newer
+// entry).
 func (c *clusterClock) offset(leading bool) (off, wall int64, ok bool) {
 	t := c.read(leading)
-	c.mu.Lock()
-	ok = c.anchored
-	c.mu.Unlock()
+	ok = c.isAnchored()
 	wall = c.wall()
 	return t - wall, wall, ok
 }
 
 // leading reports whether this node is the Raft leader (false before Raft
-// starts).
-func (n *Node) leading() bool { return n.raftStarted.Load() && n.raft.State() == raft.Leader }
+// starts) whose clock may lead: a leader whose clock has never seen an
+// entry time reads as a follower until it has applied every entry of
+// earlier terms (awaitTermApplied). Those entries carry the cluster's time;
+// taking over from its own wall clock instead would step cluster time by
+// the clocks' difference (an hour in the Jepsen row that found it: a
+// leadership transfer 150 ms after the first leader's election).
+func (n *Node) leading() bool {
+	if !n.raftStarted.Load() || n.raft.State() != raft.Leader {
+		return false
+	}
+	return n.clock.isAnchored() || n.rd.readyTerm.Load() == n.raft.CurrentTerm()
+}
 
 // nowMs is the cluster time in Unix milliseconds.
 func (n *Node) nowMs() int64 { return n.clock.now(n.leading()) }

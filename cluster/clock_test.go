@@ -430,3 +430,62 @@ func TestClusterClockPausedLeaderResumesBehindTheNewLeader(t *testing.T) {
 		t.Fatalf("leading again, it starts %d ms after the leader's last reading 10 ms before", got-lead)
 	}
 }
+
+// A new cluster's first leader that stamped nothing before leadership
+// moved on (a transfer right after the election) does not keep its own
+// wall clock: the cluster's time is the first entry time in the log, here
+// the next leader's, an hour behind. It found in the Jepsen row
+// clock-hour-transfers: n1, an hour ahead, led 360 ms, stamped nothing, and
+// then expired every key as a follower.
+func TestClusterClockFirstLeaderThatStampedNothingFollowsTheLog(t *testing.T) {
+	ft := &fakeTime{}
+	first, next := ft.node(time.Hour), ft.node(-time.Hour)
+	first.now(true)
+	ft.t += 300 * time.Millisecond
+	first.now(false)
+	if first.isAnchored() {
+		t.Fatal("a clock that took its own wall clock and applied no entry time counts as anchored")
+	}
+	e := next.now(true)
+	ft.t += 20 * time.Millisecond
+	first.observe(e)
+	ft.t += 10 * time.Millisecond
+	// A follower counts from the entry it applied, from when it applied it.
+	if got := first.now(false); got != e+10 {
+		t.Fatalf("after applying the next leader's entry stamped %d, the first leader reads %d (%+d ms), want %d",
+			e, got, got-(e+10), e+10)
+	}
+	if !first.isAnchored() {
+		t.Fatal("not anchored after applying an entry time")
+	}
+}
+
+// The first leader's own entry confirms its time: it keeps its readings.
+func TestClusterClockFirstLeaderConfirmedByItsEntry(t *testing.T) {
+	ft := &fakeTime{}
+	c := ft.node(time.Hour)
+	e := c.now(true)
+	ft.t += 5 * time.Millisecond
+	before := c.now(true)
+	c.observe(e)
+	if got := c.now(true); got < before {
+		t.Fatalf("applying its own entry %d set the leader's clock back from %d to %d", e, before, got)
+	}
+	if !c.isAnchored() {
+		t.Fatal("not anchored after applying its own entry")
+	}
+}
+
+// A user restore on a new cluster's first leader (Import confirms its
+// clock first) does not set cluster time back to the backup's.
+func TestClusterClockRestoreOnAFirstLeaderKeepsItsTime(t *testing.T) {
+	ft := &fakeTime{}
+	c := ft.node(0)
+	start := c.now(true)
+	ft.t += time.Second
+	c.confirm()
+	c.observe(start - time.Hour.Milliseconds()) // the backup's time
+	if got := c.now(true); got < start+1000 {
+		t.Fatalf("after restoring a backup an hour old, the leader reads %d, %d ms before its previous reading", got, start+1000-got)
+	}
+}

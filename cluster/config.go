@@ -153,6 +153,24 @@ type Config struct {
 	// Transport overrides the Raft transport (tests connect
 	// raft.InmemTransports with it). Raft closes it on shutdown.
 	Transport raft.Transport
+	// RaftPort is a Raft port shared with other groups of the process
+	// (OpenRaftPort; its owner closes it); nil: the node opens its own on
+	// RaftBind. The node's group on it is Shard.
+	RaftPort *RaftPort
+	// LeaderBalanceInterval is how long every shard's leadership must
+	// have stayed put (and no slot move be under way) before the metadata
+	// leader's process moves one leadership towards AssignLeaders' choice
+	// (autobalance.go); it is also the least time between two such
+	// transfers. Zero: never by itself (RAFT.SHARD BALANCE-LEADERS only).
+	// Host.SetLeaderBalanceInterval changes it at run time. Unlike the other
+	// tunables, zero is not filled in: cmd/raftset gives the directive's
+	// default (10 s), a library user opts in.
+	LeaderBalanceInterval time.Duration
+
+	// Shard is the node's Raft group id on the Raft port: 0 for the
+	// single-group cluster (no mux header: previous releases talk to it),
+	// the shard id otherwise (docs/sharding.md).
+	Shard uint32
 
 	// Test-only switches for the Jepsen suite (cmd/raftset refuses them
 	// unless enable-debug-flags is set as well).
@@ -164,6 +182,12 @@ type Config struct {
 	// it loses acknowledged writes on failover; it exists to prove that the
 	// suite's checkers notice.
 	AckBeforeCommit bool
+	// MoveFault makes this process's slot-move driver fail once, the first
+	// time it reaches that step ("copy", "flip", "drop", "abort-drop"; the
+	// package's tests also stop it before "freeze"), as if a node had died
+	// there: the move (or abort) is left half done in the map, for
+	// RAFT.SHARD ABORT and resuming to be tested end to end.
+	MoveFault string
 
 	// readFormat and writeFormat, when set, replace command.Version as the
 	// log format this node says it reads and the one its proposals need

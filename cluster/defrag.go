@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -24,6 +25,13 @@ const (
 	defragReturnsOS  = 8 << 20
 	defragQuiet      = 1 << 20
 	defragIdleReturn = 2 << 20
+	// defragIdleGC: while the node takes no writes, a collection after
+	// every this much packing. The packing empties the heap's spans in
+	// address order (fsm's drain), but their pages serve the next slabs
+	// only once a collection has freed the blobs that left them; without
+	// one the collector waited for half the heap to be allocated, and the
+	// slabs took new pages meanwhile.
+	defragIdleGC = 16 << 20
 )
 
 type defragmenter interface {
@@ -38,7 +46,8 @@ func (n *Node) runDefrag() {
 	}
 	t := time.NewTimer(defragRest)
 	defer t.Stop()
-	var moved, sinceReturn int64
+	var moved, sinceReturn, sinceGC int64
+	stepApplied := n.fsm.AppliedIndex()
 	// lastApplied is the applied index at the end of the previous cycle;
 	// idleBase what heapReclaimable was after the latest return.
 	var lastApplied, lastReads, idleBase uint64
@@ -50,6 +59,13 @@ func (n *Node) runDefrag() {
 		}
 		st := d.Defrag(defragBudget)
 		moved += st.Moved
+		sinceGC += st.Moved
+		if applied := n.fsm.AppliedIndex(); applied != stepApplied {
+			stepApplied, sinceGC = applied, 0
+		} else if sinceGC >= defragIdleGC {
+			runtime.GC()
+			sinceGC = 0
+		}
 		n.st.defragMoved.Add(st.Moved)
 		n.st.defragSlabBytes.Store(st.SlabBytes)
 		next := defragStep
@@ -58,7 +74,7 @@ func (n *Node) runDefrag() {
 		}
 		if st.CycleDone {
 			n.st.defragCycles.Add(1)
-			n.log.Debug("defrag cycle", "moved", moved, "slabs", st.Slabs, "slab_bytes", st.SlabBytes)
+			n.log.Debug("defrag cycle", "moved", moved, "slabs", st.Slabs, "slab_bytes", st.SlabBytes, "flood", st.Flood)
 			// Once the packing has caught up (a cycle with little left to
 			// move), the spans it emptied go back to the OS.
 			sinceReturn += moved

@@ -90,7 +90,9 @@
 // # Memory and log size (defrag.go, retention.go)
 //
 // Every node runs the state machine's defragmenter (fsm/defrag.go) in short
-// steps and hands the spans it empties back to the OS. The log is bounded by
+// steps and hands the spans it empties back to the OS; while the node takes
+// no writes it also collects after every 16 MB packed, so that the spans
+// the packing empties serve its next slabs instead of new pages. The log is bounded by
 // bytes as well as entries: a snapshot once snapshot-log-size bytes of
 // entries were stored since the last one, and TrailingLogs lowered to about
 // trailing-log-size bytes of recent entries, because group commit makes
@@ -118,13 +120,77 @@
 // back to an older snapshot whose following log entries may be compacted;
 // Raft then replays the log after it.
 //
+// # Offline tools (recover.go, replay.go)
+//
+// Both open a stopped node's stores (raft.db's lock refuses a running
+// node) and feed a fresh state machine what Raft would: its snapshot, then
+// commands and configurations. Recover writes the result back with a new
+// membership (RecoverCluster); Replay writes nothing and stops at a chosen
+// index, so that a backup's digest can be checked against the state at
+// exactly the index it reports (raftset digest).
+//
 // # Redis Cluster protocol (clusterproto.go)
 //
 // With cluster-enabled, the front end passes CLUSTER MYID, INFO, SLOTS,
 // SHARDS, NODES, COUNTKEYSINSLOT and GETKEYSINSLOT here, and asks RouteSlot
 // where a keyed command must go: the group is one shard owning all 16384
 // slots, its leader the master, its other voters the replicas
-// (docs/sharding.md).
+// (docs/sharding.md). COUNTKEYSINSLOT and GETKEYSINSLOT read the state
+// machine's per-slot index. ProposeSlot proposes a slot migration step
+// (log format 2, held back until every member reads it; an abort's
+// SlotAbort format 3, written as SlotUnfreeze while a member reads only 2:
+// formats.go).
+//
+// # Shards (host.go, shardmap.go, transport.go)
+//
+// Every Raft group of a process shares one Raft port (RaftPort:
+// internal/raftmux over the peerauth layer, or a plain TCP layer on an
+// unauthenticated loopback port); a single-group node is group 0, which
+// sends no mux header. With a shard map (ShardMap), a Host
+// runs one Node per shard the process holds, shard 0 in DataDir as before
+// and shard N in DataDir/shards/N, and routes the front end's calls by the
+// slot of their keys; keyless ones go to the home shard (the lowest id
+// held), except DBSIZE and FLUSHALL/FLUSHDB, which cover every shard held.
+// A shard's internal calls to other processes are wrapped as
+// raftset.shard <id> <call>, which the receiving Host unwraps for its
+// replica of that shard. The leaders of shards a process does not hold come
+// from their members (raftset.leader, every remoteRefresh). CLUSTER replies
+// show one Redis node id per process (docs/sharding.md).
+//
+// # Nodes added later (addnode.go, nodes.go, noreplica.go)
+//
+// RAFT.SHARD ADDNODE writes a node record (id, client and Raft address)
+// into the map; every Host looks a node's Raft address up in peers, then
+// in the records. A process the shard map names in no shard starts holding
+// no replica: it learns the map from the metadata voters, redirects by it,
+// refuses keyless commands until its first replica (ADDREPLICA), which
+// becomes its home shard; its internal calls authenticate with the
+// process's configuration.
+//
+// # The metadata group and slot moves (metagroup.go, moveslots.go)
+//
+// The map is replicated by the metadata group (group MetaGroup on the same
+// port, in DataDir/meta; its voters are the members of the shard-map's
+// first shard): a state machine of the usual kind storing the encoded map,
+// changed only by compare-and-set from the map a change was computed from.
+// The directive only bootstraps it (epoch 1). Every Host refreshes its map
+// every remoteRefresh (voters from their own replica, others from a voter
+// after a barrier) and routes by the newest epoch. RAFT.SHARD MOVESLOTS
+// runs on the metadata leader's process: plan (map), drop in the target and
+// freeze in the source, export/import batches, flip (map), own in the
+// target, drop in the source, stable (map); each step keyed by the map
+// epoch that planned or flipped it, so running the command again after a
+// failure completes the move. A refusal of a slot the map has given to
+// another shard becomes -MOVED.
+//
+// # Leader spreading (leaders.go, autobalance.go)
+//
+// RAFT.SHARD BALANCE-LEADERS, on the metadata leader's process, moves
+// leaderships towards AssignLeaders' plan, one confirmed Raft transfer at a
+// time. With Config.LeaderBalanceInterval set, that process also runs the
+// same driver by itself, one transfer per interval, once every shard's
+// leader and term, and the map's epoch, have read the same for a whole
+// interval with no slot move in the map; a failed transfer backs off.
 //
 // # Test-only switches (clock.go, ackearly.go)
 //

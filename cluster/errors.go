@@ -24,6 +24,7 @@ var (
 	replyTryAgainNoLeader = constReply(command.ErrTryAgain)
 	replyTryAgainClosing  = constReply("TRYAGAIN the write was not proposed: the node is shutting down, retry")
 	replyTryAgainCanceled = constReply("TRYAGAIN the write was not proposed: the request was canceled")
+	replyTryAgainNotReady = constReply("TRYAGAIN the write was not proposed: the new leader has not applied its predecessors' entries yet, retry")
 	replyTryAgainQueue    = constReply("TRYAGAIN the write was not proposed: Raft's queue stayed full (or a leadership transfer is in progress), retry")
 	replyUnknownLost      = constReply("CLUSTERDOWN the write's outcome is unknown: leadership was lost before it committed; it may or may not be applied")
 	replyUnknownShutdown  = constReply("CLUSTERDOWN the write's outcome is unknown: the node shut down before it was applied; it may or may not be applied")

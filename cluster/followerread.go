@@ -46,6 +46,23 @@ func (q *groupQueue) join() *readGroup {
 	return g
 }
 
+// await joins the next group and returns its answer: the index to wait
+// for, or the reply to refuse with (also when ctx ends or stop closes).
+func (q *groupQueue) await(ctx context.Context, stop <-chan struct{}) (uint64, []byte) {
+	g := q.join()
+	select {
+	case <-g.done:
+	case <-ctx.Done():
+		return 0, replyReadCanceled
+	case <-stop:
+		return 0, replyReadClosing
+	}
+	if g.err != nil {
+		return 0, g.err
+	}
+	return g.target, nil
+}
+
 // take closes the waiting group to newcomers and returns it (nil if none).
 func (q *groupQueue) take() *readGroup {
 	q.mu.Lock()
@@ -58,18 +75,7 @@ func (q *groupQueue) take() *readGroup {
 // sharedReadIndex is followerReadIndex for a reader: it joins the next
 // shared call and returns its answer.
 func (n *Node) sharedReadIndex(ctx context.Context) (uint64, []byte) {
-	g := n.rd.fwd.join()
-	select {
-	case <-g.done:
-	case <-ctx.Done():
-		return 0, replyReadCanceled
-	case <-n.stopCh:
-		return 0, replyReadClosing
-	}
-	if g.err != nil {
-		return 0, g.err
-	}
-	return g.target, nil
+	return n.rd.fwd.await(ctx, n.stopCh)
 }
 
 // runFollowerReads makes the shared read-index calls, one at a time.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,9 +24,14 @@ import (
 // be asked counts as format 1, which every release reads; so does one that
 // does not know the command, a release from before the advertisement.
 //
-// Today every release writes format 1 and nothing is ever held back; the
-// mechanism is there for the release that writes format 2: its leader keeps
-// writing format 1 (refusing what needs 2) until the last member upgraded.
+// Each entry is written in the lowest format that carries it
+// (command.EntryType.Version): batches and node addresses in format 1,
+// which every release reads, so they are never held back; slot migration
+// entries (TypeSlot) need format 2, and ProposeSlot refuses them until
+// every member reads it. An abort's SlotAbort needs format 3; while a
+// member reads only 2, ProposeSlot writes it as the format-2 SlotUnfreeze
+// (an abort is a way out of a stuck move: it is not held back for an
+// upgrade), which lacks its fence against a stale driver's freeze.
 // A member that is downgraded under a leader that already knew its old
 // answer is caught within one poll; entries proposed in between halt it
 // with the fsm's clear message, and a newer release restarts it.
@@ -60,12 +66,38 @@ func (n *Node) readFormat() int {
 	return command.Version
 }
 
-// writeFormat is the format this node's proposals need.
+// writeFormat is the format this node's batches need.
 func (n *Node) writeFormat() int {
 	if n.cfg.writeFormat != 0 {
 		return n.cfg.writeFormat
 	}
-	return command.Version
+	return int(command.TypeBatch.Version())
+}
+
+// ProposeSlot proposes one slot migration step (docs/sharding.md, Moving a
+// slot) on this leader and returns the state machine's reply: +OK, the
+// number of keys an import stored or a drop deleted, or the error that
+// refused the step (nothing applied); or the write path's TRYAGAIN (not
+// proposed, also while a member reads only format 1) or CLUSTERDOWN
+// (outcome unknown). Every step is idempotent for its epoch, so the
+// driver resends it after either.
+func (n *Node) ProposeSlot(ctx context.Context, op command.SlotOp) []byte {
+	if op.Action == command.SlotAbort && n.checkFormat(command.SlotAbortVersion) != nil && n.checkFormat(command.SlotVersion) == nil {
+		// A member reads format 2 only (a rolling upgrade): it gets the
+		// abort's unfreeze in the form it reads, which leaves owned
+		// slots' epochs as they are (docs/sharding.md, Aborting a move),
+		// rather than an abort held back until the upgrade ends.
+		n.log.Warn("a member reads log format 2: the abort unfreezes without raising owned slots' epochs",
+			"first", op.First, "last", op.Last, "epoch", op.Epoch)
+		op.Action = command.SlotUnfreeze
+	}
+	e := command.Entry{Type: command.TypeSlot, Slot: &op}
+	if err := n.checkFormat(int(e.Version())); err != nil {
+		return command.Error("TRYAGAIN slot " + strconv.Itoa(op.First) + "-" + strconv.Itoa(op.Last) + " was not changed: " + err.Error())
+	}
+	e.NowMs = n.nowMs()
+	reply, _ := n.w.proposeEntry(ctx, e.Encode(nil))
+	return reply
 }
 
 func (n *Node) serveFormats() []byte { return command.AppendInt(nil, int64(n.readFormat())) }

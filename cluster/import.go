@@ -25,6 +25,7 @@ func (n *Node) Import(ctx context.Context, r io.Reader, size int64) error {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
+	n.clock.confirm()
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size}
 	if err := n.raft.Restore(meta, r, timeout); err != nil {
 		return fmt.Errorf("import: raft restore: %w", err)

@@ -153,6 +153,13 @@ func (n *Node) leaderCommand(ctx context.Context, args [][]byte) []byte {
 			return bad
 		}
 		return n.serveNodeAddr(ctx, req)
+	case cmdSlotStep:
+		return n.serveSlotStep(ctx, args)
+	case cmdSuffrage:
+		if len(args) != 2 {
+			return command.Error(command.ErrArity(name))
+		}
+		return n.serveSuffrage(args[1])
 	case "raft.join":
 		if len(args) < 3 || len(args) > 4 {
 			return command.Error(command.ErrArity(name))

@@ -89,7 +89,7 @@ func TestUndecodableEntryStopsNode(t *testing.T) {
 		err := n.FatalErr()
 		var de *command.DecodeError
 		if !errors.Is(err, fsm.ErrHalted) || !errors.As(err, &de) || !de.Newer ||
-			!strings.Contains(err.Error(), "written by a newer raftset (format version 2, this binary reads up to 1)") {
+			!strings.Contains(err.Error(), "written by a newer raftset (format version 4, this binary reads up to 3)") {
 			t.Errorf("%s: FatalErr() = %v, want the newer-format error", n.ID(), err)
 		}
 		if got := string(n.Read(ctx, args("SMEMBERS", "s"), true)); got != "*1\r\n$1\r\na\r\n" {

@@ -408,6 +408,61 @@ func TestJoinPromoteRemove(t *testing.T) {
 	}
 }
 
+// A leader confirms reads on the reader's goroutine only while it is the
+// one voter: once a second voter joined, reads go through VerifyLeader again
+// (the new voter may elect a leader without it), and they see every write
+// acknowledged before them on both paths.
+func TestSoleVoterReads(t *testing.T) {
+	c := newServedCluster(t, 1, nil)
+	l := c.leader()
+	ctx := context.Background()
+	if !l.node.soleVoter() {
+		t.Fatalf("a one-node cluster's leader is not its sole voter")
+	}
+	readAfterWrite := func(i int) {
+		t.Helper()
+		if got := untilNotTryAgain(t, func() string { return write1(t, l.node, "sadd", "s", strconv.Itoa(i)) }); got != ":1\r\n" {
+			t.Fatalf("SADD s %d = %q", i, got)
+		}
+		if got, want := string(l.node.Read(ctx, args("scard", "s"), false)), ":"+strconv.Itoa(i+1)+"\r\n"; got != want {
+			t.Fatalf("SCARD after %d adds = %q, want %q", i+1, got, want)
+		}
+	}
+	readAfterWrite(0)
+	if _, ok := l.node.soloReadIndex(); !ok {
+		t.Errorf("a one-node leader ready for reads did not confirm them itself")
+	}
+
+	cfg := clusterConfig(t, "n2")
+	cfg.Bootstrap = false
+	cfg.Join = l.cfg.ClientAddr
+	n2 := c.start(cfg)
+	testutil.WaitFor(t, 10*time.Second, "n2 promoted to voter", func() bool {
+		s, ok := l.node.server("n2")
+		return ok && s.Suffrage == raft.Voter
+	})
+	l = c.leader()
+	if l.node.soleVoter() {
+		t.Errorf("the leader of two voters takes itself for the sole voter")
+	}
+	if _, ok := l.node.soloReadIndex(); ok {
+		t.Errorf("the leader of two voters confirmed a read without VerifyLeader")
+	}
+	readAfterWrite(1)
+
+	if got := untilNotTryAgain(t, func() string {
+		return string(c.leader().node.Admin(ctx, args("raft.remove", "n2")))
+	}); got != "+OK\r\n" {
+		t.Fatalf("RAFT.REMOVE n2 = %q", got)
+	}
+	n2.stop()
+	l = c.members[0]
+	testutil.WaitFor(t, 10*time.Second, "n1 the sole voter and leader", func() bool {
+		return l.node.soleVoter() && l.node.raft.State() == raft.Leader
+	})
+	readAfterWrite(2)
+}
+
 func TestLeadershipTransfer(t *testing.T) {
 	c := newServedCluster(t, 3, nil)
 	l := c.leader()

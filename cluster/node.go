@@ -17,7 +17,6 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
-	"raftset/internal/peerauth"
 	"raftset/snapshot"
 )
 
@@ -50,9 +49,12 @@ type Node struct {
 	wg      sync.WaitGroup
 	closing sync.Once
 
-	peerGate *peerauth.StreamLayer // the Raft port's authentication (transport.go); nil when off
-	meta     *metaFSM              // the state machine as Raft sees it (meta.go)
-	pool     pool                  // connections to the leader (rpcconn.go)
+	port *RaftPort // the Raft port (transport.go); nil in memory or with Config.Transport
+	// ownPort is port when the node opened it (no Config.RaftPort): the node
+	// closes it after Raft, which only closes its group's share.
+	ownPort *RaftPort
+	meta    *metaFSM // the state machine as Raft sees it (meta.go)
+	pool    pool     // connections to the leader (rpcconn.go)
 	// queries holds connections to every member, for WAIT (wait.go).
 	queries pool
 	// formats is the leader's view of the log formats members read
@@ -159,6 +161,9 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 			}
 			if c, ok := trans.(raft.WithClose); ok && cfg.Transport == nil {
 				c.Close()
+			}
+			if n.ownPort != nil {
+				n.ownPort.Close()
 			}
 		}
 	}()
@@ -445,6 +450,11 @@ func (n *Node) Close() error {
 		n.pool.close()
 		n.queries.close()
 		err = n.raft.Shutdown().Error()
+		if n.ownPort != nil {
+			if cerr := n.ownPort.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
 		close(n.stopped)
 		done := make(chan struct{})
 		go func() { n.wg.Wait(); close(done) }()

@@ -59,17 +59,24 @@ type obsState struct {
 	batchOps    stats.Hist // ops per proposed entry (values are counts)
 }
 
-// runObs counts leader changes, finds the readiness target and, while this
-// node leads, tracks how far each follower got.
-func (n *Node) runObs() {
-	defer n.wg.Done()
+// leaderObservations registers an observer of leader changes (buffered,
+// never blocking Raft: a full channel drops one); stop deregisters it.
+func (n *Node) leaderObservations() (_ <-chan raft.Observation, stop func()) {
 	ch := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
 		return ok
 	})
 	n.raft.RegisterObserver(obs)
-	defer n.raft.DeregisterObserver(obs)
+	return ch, func() { n.raft.DeregisterObserver(obs) }
+}
+
+// runObs counts leader changes, finds the readiness target and, while this
+// node leads, tracks how far each follower got.
+func (n *Node) runObs() {
+	defer n.wg.Done()
+	ch, stop := n.leaderObservations()
+	defer stop()
 	t := time.NewTicker(lagPoll)
 	defer t.Stop()
 	var lastLeader raft.ServerID

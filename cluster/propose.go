@@ -3,14 +3,15 @@ package cluster
 import (
 	"context"
 	"errors"
-	gometrics "github.com/hashicorp/go-metrics/compat"
 	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	gometrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
 
+	"raftset/fsm"
 	"raftset/internal/command"
 )
 
@@ -176,7 +177,14 @@ func (n *Node) WriteIndexed(ctx context.Context, ops []command.Op) ([][]byte, ui
 			return n.forwardWriteIndexed(ctx, ops)
 		}
 	}
-	replies := n.w.submit(ctx, ops, false)
+	noops := n.answerNoops(ctx, ops)
+	if len(noops) == len(ops) {
+		return noops, n.fsm.AppliedIndex()
+	}
+	replies := n.w.submit(ctx, ops[len(noops):], false)
+	if len(noops) > 0 {
+		replies = append(noops, replies...)
+	}
 	// The replies come once the entry is applied here: the applied index is
 	// now at or past the write's entry.
 	return replies, n.fsm.AppliedIndex()
@@ -471,6 +479,16 @@ func (w *writer) propose(q []*writeReq) bool {
 		}
 		return false
 	}
+	if !n.clock.isAnchored() {
+		// A new leader that never saw an entry time stamps nothing
+		// until it applied its predecessors' entries (Node.leading).
+		if err := n.awaitTermApplied(n.raft.CurrentTerm()); err != nil {
+			for _, r := range q {
+				w.refuse(r, replyTryAgainNotReady)
+			}
+			return false
+		}
+	}
 	now := n.nowMs()
 	w.oom = n.refuseOOM(n.evictor())
 	w.startEntry(now)
@@ -714,8 +732,8 @@ func (w *writer) proposeEntry(ctx context.Context, data []byte) ([]byte, outcome
 		w.pause.Unlock()
 		return notLeaderWrite(n.Leader()), notLeader
 	}
-	// Not checkFormat: the entries proposed here are of ignorable types,
-	// which a member that does not know them skips.
+	// Not checkFormat: node addresses are of an ignorable type, which a
+	// member that does not know them skips; ProposeSlot checks its own.
 	n.st.entries.Add(1)
 	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
 	w.pause.Unlock()
@@ -729,6 +747,9 @@ func (w *writer) proposeEntry(ctx context.Context, data []byte) ([]byte, outcome
 	case err := <-res:
 		switch {
 		case err == nil:
+			if r, ok := fut.Response().(*fsm.ApplyResult); ok && len(r.Replies) == 1 {
+				return r.Replies[0], applied // a slot step's own reply
+			}
 			return command.OK, applied
 		case errors.Is(err, raft.ErrNotLeader):
 			return notLeaderWrite(n.Leader()), notLeader

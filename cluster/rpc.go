@@ -27,6 +27,13 @@ const (
 	cmdApplied   = "raftset.applied"
 	cmdPromote   = "raftset.promote"
 	cmdOnLeader  = "raftset.onleader"
+	// cmdShard wraps another call for shard id's replica on a process that
+	// hosts several (host.go): raftset.shard <id> <call...>. Shard 0's calls
+	// go unwrapped, as a single-group node sends them.
+	cmdShard = "raftset.shard"
+	// cmdLeader asks a replica for the leader it knows: how a process learns
+	// the leaders of shards it holds no replica of (host.go).
+	cmdLeader = "raftset.leader"
 )
 
 // forwardWithIndex asks the leader to append its applied index to the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -205,11 +206,27 @@ func (p *pool) close() {
 // never saw the call) or outcomeUnknown (sent, no answer), waiting at most
 // p's timeout or until ctx ends.
 func (n *Node) call(ctx context.Context, p *pool, addr string, args [][]byte) outcome {
-	pc, err := p.get(ctx, addr, n.peerAuth())
+	return n.callShard(ctx, p, addr, n.cfg.Shard, args)
+}
+
+// callShard is call for the receiver's replica of shard (wrapped in
+// raftset.shard unless it is 0).
+func (n *Node) callShard(ctx context.Context, p *pool, addr string, shard uint32, args [][]byte) outcome {
+	return callShard(ctx, p, n.peerAuth(), addr, shard, args)
+}
+
+// callShard is Node.callShard with the credentials given: a Host calls
+// with its own, which need no replica (Host.call).
+func callShard(ctx context.Context, p *pool, creds peerCreds, addr string, shard uint32, args [][]byte) outcome {
+	pc, err := p.get(ctx, addr, creds)
 	if err != nil {
 		return outcome{kind: notApplied, err: fmt.Errorf("%s: %w", args[0], err)}
 	}
-	reply, err := pc.Call(ctx, args)
+	sent := args
+	if shard != 0 {
+		sent = append([][]byte{[]byte(cmdShard), []byte(strconv.FormatUint(uint64(shard), 10))}, args...)
+	}
+	reply, err := pc.Call(ctx, sent)
 	p.put(pc, err == nil)
 	if err != nil {
 		return outcome{kind: outcomeUnknown, err: fmt.Errorf("%s at %s: %w", args[0], addr, err)}

@@ -37,6 +37,19 @@ func (n *Node) Internal(ctx context.Context, args [][]byte) []byte {
 		return n.onLeader(ctx, args)
 	case cmdOnLeader:
 		return n.serveOnLeader(ctx, args)
+	case cmdLeader:
+		return n.serveLeader()
+	case cmdSlotStep:
+		return n.onLeader(ctx, args)
+	case cmdTransfer:
+		if len(args) != 2 {
+			return command.Error(command.ErrArity(cmdTransfer))
+		}
+		return n.onLeader(ctx, [][]byte{[]byte("raft.transfer"), args[1]})
+	case cmdExportSlot:
+		return n.serveExportSlot(ctx, args)
+	case cmdAddMember, cmdRemoveMember, cmdSuffrage:
+		return n.memberCommand(ctx, args)
 	}
 	return command.Error(command.ErrUnknownCommand(string(args[0]), args[1:]))
 }
@@ -156,4 +169,15 @@ func (n *Node) servePromote(req promoteReq) []byte {
 		}
 	}
 	return command.Error("ERR no member with id " + id)
+}
+
+// serveLeader is raftset.leader: the leader's id and client address as this
+// replica knows them (empty when it knows none) and its Raft term.
+func (n *Node) serveLeader() []byte {
+	term := n.raft.CurrentTerm()
+	id, addr := n.leaderClient()
+	out := command.AppendArray(nil, 3)
+	out = command.AppendBulkString(out, id)
+	out = command.AppendBulkString(out, addr)
+	return command.AppendInt(out, int64(term))
 }

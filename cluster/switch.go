@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // Sentinel's "+switch-master" (issue #5): Sentinel-aware clients (go-redis's
@@ -74,13 +72,8 @@ func (n *Node) masterNames() []string {
 // runSwitchNotices publishes +switch-master when the leader changes.
 func (n *Node) runSwitchNotices() {
 	defer n.wg.Done()
-	ch := make(chan raft.Observation, 16)
-	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	n.raft.RegisterObserver(obs)
-	defer n.raft.DeregisterObserver(obs)
+	ch, stop := n.leaderObservations()
+	defer stop()
 	t := time.NewTicker(switchRecheck)
 	defer t.Stop()
 	_, known := n.Leader() // the leader last announced (or first seen)

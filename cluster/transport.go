@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/hashicorp/raft"
 
 	"raftset/internal/peerauth"
+	"raftset/internal/raftmux"
 )
 
 // The Raft port is the cluster's most powerful door: whoever speaks Raft to
@@ -17,14 +19,30 @@ import (
 // with PeerTLS, else knowledge of the node secret. With neither there is
 // nothing to prove, and the port is served only on loopback unless
 // protected mode is off.
+//
+// The port is shared by every Raft group of the process (internal/raftmux,
+// docs/sharding.md "Groups"): each shard's transport is the mux's group of
+// the shard's id. Group 0 sends no header, so a single-group node talks to
+// nodes of the previous release unchanged.
 
-// errUnprotected is openNetworkTransport's refusal to expose an
-// unauthenticated Raft port.
+// errUnprotected is OpenRaftPort's refusal to expose an unauthenticated
+// Raft port.
 var errUnprotected = errors.New("refusing to serve Raft on a non-loopback address without peer authentication: " +
 	"set cluster-secret (or requirepass), or tls-cluster yes with certificates, or protected-mode no to accept any peer that can reach the port")
 
-func (n *Node) openNetworkTransport() (raft.Transport, error) {
-	cfg := &n.cfg
+// RaftPort is the process's Raft listener, split among its Raft groups.
+type RaftPort struct {
+	mux  *raftmux.Mux
+	gate *peerauth.StreamLayer // nil when the port does not authenticate
+}
+
+// OpenRaftPort listens on cfg.RaftBind, authenticating peers as cfg says
+// (the fields of Config that describe the port: RaftBind, RaftAdvertise,
+// ClusterSecret, Password, PeerTLS, ProtectedMode, Logger).
+func OpenRaftPort(cfg Config) (*RaftPort, error) {
+	if cfg.Logger == nil {
+		cfg.fillDefaults()
+	}
 	var adv net.Addr // nil: the listener's address
 	if cfg.RaftAdvertise != "" {
 		var err error
@@ -33,22 +51,6 @@ func (n *Node) openNetworkTransport() (raft.Transport, error) {
 		}
 	}
 	secret := NodeSecret(cfg.ClusterSecret, cfg.Password)
-	if cfg.PeerTLS == nil && secret == "" {
-		if !isLoopbackBind(cfg.RaftBind) {
-			if cfg.ProtectedMode {
-				return nil, fmt.Errorf("cluster: %s: %w", cfg.RaftBind, errUnprotected)
-			}
-			cfg.Logger.Warn("the Raft port accepts any peer: no cluster-secret, requirepass or tls-cluster, and protected-mode is off", "raft_bind", cfg.RaftBind)
-		}
-		// A failed NewTCPTransport returns a nil *NetworkTransport; returned
-		// as a raft.Transport, that would be a non-nil interface the cleanup
-		// would Close.
-		tcp, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, adv, tcpMaxPool, tcpTimeout, cfg.Logger.Named("raft-net"))
-		if err != nil {
-			return nil, fmt.Errorf("cluster: listen on %s: %w", cfg.RaftBind, err)
-		}
-		return tcp, nil
-	}
 	ln, err := net.Listen("tcp", cfg.RaftBind)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: listen on %s: %w", cfg.RaftBind, err)
@@ -59,6 +61,16 @@ func (n *Node) openNetworkTransport() (raft.Transport, error) {
 			return nil, err
 		}
 	}
+	if cfg.PeerTLS == nil && secret == "" {
+		if !isLoopbackBind(cfg.RaftBind) {
+			if cfg.ProtectedMode {
+				_ = ln.Close()
+				return nil, fmt.Errorf("cluster: %s: %w", cfg.RaftBind, errUnprotected)
+			}
+			cfg.Logger.Warn("the Raft port accepts any peer: no cluster-secret, requirepass or tls-cluster, and protected-mode is off", "raft_bind", cfg.RaftBind)
+		}
+		return &RaftPort{mux: raftmux.New(&plainStream{Listener: ln, adv: adv}, 0)}, nil
+	}
 	pc := peerauth.Config{Secret: []byte(secret), Logger: cfg.Logger.Named("raft-auth")}
 	if cfg.PeerTLS != nil {
 		pc.ServerTLS, pc.ClientTLS = cfg.PeerTLS.Server, cfg.PeerTLS.Client
@@ -68,8 +80,94 @@ func (n *Node) openNetworkTransport() (raft.Transport, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("cluster: raft port: %w", err)
 	}
-	n.peerGate = stream
-	return raft.NewNetworkTransportWithLogger(stream, tcpMaxPool, tcpTimeout, cfg.Logger.Named("raft-net")), nil
+	return &RaftPort{mux: raftmux.New(stream, 0), gate: stream}, nil
+}
+
+// Close closes the listener and every group's share of it.
+func (p *RaftPort) Close() error { return p.mux.Close() }
+
+// Addr is the address peers dial (the advertised one when set).
+func (p *RaftPort) Addr() string { return p.mux.Addr().String() }
+
+// Refused counts connections refused because the peer did not authenticate
+// (0 when the port does not authenticate).
+func (p *RaftPort) Refused() uint64 {
+	if p.gate == nil {
+		return 0
+	}
+	return p.gate.Refused()
+}
+
+// transport is group id's Raft transport on the port, without pipelined
+// replication (MaxRPCsInFlight 1: one AppendEntries in flight per
+// follower, as when the transport does not offer a pipeline). Raft's
+// pipeline can deadlock: with the default 2 in flight its channels have
+// no buffer, and after a follower answers an append with Success=false
+// the sender can park on a send nobody reads while the pipeline is only
+// closed by that same goroutine. The follower then keeps getting
+// heartbeats, so it never calls an election, but no log entry until the
+// leader changes (hashicorp/raft#612; grafana/pyroscope#5518 turned
+// pipelining off for it). It hung the close of hosts in this package's
+// tests. On a LAN the pipeline buys little (hashicorp/raft#541):
+// docs/benchmarks.md measures the difference.
+func (p *RaftPort) transport(id uint32, cfg *Config) (*raft.NetworkTransport, error) {
+	g, err := p.mux.Group(id)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft group %d: %w", id, err)
+	}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: g, MaxPool: tcpMaxPool, Timeout: tcpTimeout, Logger: cfg.Logger.Named("raft-net"),
+		MaxRPCsInFlight: noPipelining,
+	}), nil
+}
+
+// noPipelining is the MaxRPCsInFlight that turns Raft's pipelined
+// replication off (below raft's minimum for pipelining, 2).
+const noPipelining = 1
+
+// openNetworkTransport gives the node its group's transport on
+// Config.RaftPort, or on a port of its own, which the node then closes.
+func (n *Node) openNetworkTransport() (raft.Transport, error) {
+	port := n.cfg.RaftPort
+	if port == nil {
+		var err error
+		if port, err = OpenRaftPort(n.cfg); err != nil {
+			return nil, err
+		}
+		n.ownPort = port
+	}
+	n.port = port
+	trans, err := port.transport(n.cfg.Shard, &n.cfg)
+	if err != nil {
+		if n.ownPort != nil {
+			_ = n.ownPort.Close()
+		}
+		return nil, err
+	}
+	return trans, nil
+}
+
+// plainStream is the unauthenticated Raft port (loopback, or protected
+// mode off): raw TCP, as raft's own TCP transport, but a StreamLayer the
+// mux can split.
+type plainStream struct {
+	net.Listener
+	adv net.Addr
+}
+
+func (s *plainStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", string(address), timeout)
+	if err != nil {
+		return nil, fmt.Errorf("dial raft peer %s: %w", address, err)
+	}
+	return c, nil
+}
+
+func (s *plainStream) Addr() net.Addr {
+	if s.adv != nil {
+		return s.adv
+	}
+	return s.Listener.Addr()
 }
 
 // isLoopbackBind reports whether a listen address admits loopback peers only.
@@ -88,8 +186,8 @@ func isLoopbackBind(hostport string) bool {
 // RaftRefused counts connections to the Raft port refused because the peer
 // did not authenticate (0 when the port does not authenticate).
 func (n *Node) RaftRefused() uint64 {
-	if n.peerGate == nil {
+	if n.port == nil {
 		return 0
 	}
-	return n.peerGate.Refused()
+	return n.port.Refused()
 }

@@ -283,3 +283,96 @@ func BenchmarkGetTTL(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSlotIndexMemory reports what the per-slot key index costs: the
+// live heap per key of 1,000,000 string keys ("key:N" = "value:N", what
+// Redis's DEBUG POPULATE writes) without the index and once it is built,
+// after a collection, and the time to build it for all of them.
+// Run it with -benchtime 1x.
+//
+//	go test -run '^$' -bench SlotIndexMemory -benchtime 1x -count 3 ./fsm/
+func BenchmarkSlotIndexMemory(b *testing.B) {
+	const keys = 1_000_000
+	for b.Loop() {
+		var before, plain, indexed runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f := New(Config{})
+		set := []byte("set")
+		ops := make([]command.Op, 0, seedBatch)
+		var data []byte
+		for n := 0; n < keys; n += seedBatch {
+			ops = ops[:0]
+			for i := n; i < n+seedBatch; i++ {
+				ops = append(ops, command.Cmd(set, fmt.Appendf(nil, "key:%d", i), fmt.Appendf(nil, "value:%d", i)))
+			}
+			e := command.Entry{Type: command.TypeBatch, NowMs: 1_700_000_000_000, Ops: ops}
+			data = e.Encode(data[:0])
+			f.Apply(&raft.Log{Index: uint64(n/seedBatch + 1), Term: 1, Type: raft.LogCommand, Data: data})
+		}
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&plain)
+		start := time.Now()
+		f.EnableSlotIndex()
+		build := time.Since(start)
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&indexed)
+		b.ReportMetric(float64(plain.HeapAlloc-before.HeapAlloc)/keys, "bytes/key")
+		b.ReportMetric(float64(indexed.HeapAlloc-before.HeapAlloc)/keys, "indexed-bytes/key")
+		b.ReportMetric(float64(indexed.HeapAlloc-plain.HeapAlloc)/keys, "index-bytes/key")
+		b.ReportMetric(float64(build.Milliseconds()), "build-ms")
+		if f.CountKeysInSlot(0) == 0 {
+			b.Fatal("no key in slot 0")
+		}
+		runtime.KeepAlive(f)
+	}
+}
+
+// BenchmarkKeyChurn measures what the slot index adds to the writes that
+// create and delete keys (the only ones it touches): entries of 100
+// commands, SET of a new key and DEL of the oldest, on a keyspace of
+// 100,000 keys, without and with the index. cpu-ns/cmd is the process's
+// CPU time inside Apply (getrusage), steadier than wall time on a shared
+// machine.
+//
+//	go test -run '^$' -bench KeyChurn -count 1 ./fsm/    # 5 times: plain and indexed alternate
+func BenchmarkKeyChurn(b *testing.B) {
+	for _, indexed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "indexed"}[indexed], func(b *testing.B) {
+			f := New(Config{})
+			const live = 100_000
+			var ops []command.Op
+			for i := range live {
+				ops = append(ops, command.Cmd(toArgs("set", fmt.Sprintf("key:%d", i), "v")...))
+			}
+			e := command.Entry{Type: command.TypeBatch, Ops: ops}
+			f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: e.Encode(nil)})
+			if indexed {
+				f.EnableSlotIndex()
+			}
+			next, index := live, uint64(1)
+			var data []byte
+			var cpu time.Duration // of Apply alone: building the entries costs more than applying them
+			for b.Loop() {
+				b.StopTimer()
+				ops = ops[:0]
+				for range 50 {
+					ops = append(ops, command.Cmd(toArgs("set", fmt.Sprintf("key:%d", next), "v")...),
+						command.Cmd(toArgs("del", fmt.Sprintf("key:%d", next-live))...))
+					next++
+				}
+				e := command.Entry{Type: command.TypeBatch, Ops: ops}
+				data = e.Encode(data[:0])
+				index++
+				b.StartTimer()
+				c0 := processCPU()
+				f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: data})
+				cpu += processCPU() - c0
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/cmd")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*100), "cpu-ns/cmd")
+		})
+	}
+}

@@ -180,7 +180,7 @@ func cmdPersist(c *execCtx, args [][]byte) {
 func cmdRaftsetExpire(c *execCtx, args [][]byte) {
 	n := 0
 	for _, k := range args[1:] {
-		if pos := c.ks.find(k); pos >= 0 && c.ks.expiredAt(pos, c.now) {
+		if pos := c.ks.find(k); pos >= 0 && c.ks.expiredAt(pos, c.now) && !c.ks.slotHeld(k) {
 			c.deleteAt(pos)
 			n++
 		}

@@ -163,13 +163,16 @@ func cmdSPop(c *execCtx, args [][]byte) {
 		return
 	}
 	s := c.ks.setForWrite(pos)
-	m := s.Pop(c.rng())
+	// The member goes through scratch: memberAt's bytes may alias the
+	// blob that removeAt rewrites, and a fresh slice per SPOP was an
+	// allocation per op.
+	c.scratch = s.PopAppend(c.scratch[:0], c.rng())
 	if s.Len() == 0 {
 		c.deleteAt(pos)
 	} else {
 		c.touch(pos)
 	}
-	c.bulk(m)
+	c.bulk(c.scratch)
 }
 
 func spopCount(c *execCtx, args [][]byte) {

@@ -29,7 +29,8 @@ func newCommandTable() map[string]*cmdDef {
 		if s == nil {
 			panic("fsm: " + name + " is not in the command table")
 		}
-		t[name] = &cmdDef{name: name, arity: s.Arity, write: s.Has(command.Write), run: run, prepare: prepare}
+		t[name] = &cmdDef{name: name, arity: s.Arity, write: s.Has(command.Write), run: run, prepare: prepare,
+			keys: keysBySpec(s)}
 	}
 	internal := func(name string, arity int, run func(*execCtx, [][]byte), prepare prep) {
 		t[name] = &cmdDef{name: name, arity: arity, write: true, run: run, prepare: prepare}
@@ -115,6 +116,7 @@ func newCommandTable() map[string]*cmdDef {
 	add("restore", cmdRestore, nil)
 	add("sort", cmdSort, nil)
 	add("sort_ro", cmdSort, nil)
+	t["sort"].keys = sortKeys
 	// Server and connection commands the state machine answers: DEBUG
 	// DIGEST(-VALUE) reads state; PING and ECHO may sit in a transaction.
 	add("debug", cmdDebug, nil)

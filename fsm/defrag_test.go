@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -152,5 +154,183 @@ func TestDefragWaitsForSnapshots(t *testing.T) {
 	snap.Release()
 	if st := defragCycle(t, f); st.Moved == 0 {
 		t.Fatalf("after the snapshot: %+v, want the set moved", st)
+	}
+}
+
+// TestDefragStepCopiesBoundedBytes: when a whole keyspace turns stable at
+// once, one step, whatever its key budget, copies at most stepMoveBytes and
+// one more blob; the steps that follow pick up where it stopped, and the
+// cycle still packs every key.
+func TestDefragStepCopiesBoundedBytes(t *testing.T) {
+	f := newTestFSM(t)
+	const keys = 3000 // about 390 bytes of listpack each: 1.1 MB, 4-5 steps' worth
+	for k := range keys {
+		args := []string{"sadd", fmt.Sprint("k", k)}
+		for m := range 40 {
+			args = append(args, fmt.Sprintf("member-%03d", m))
+		}
+		applyCmd(t, f, 1, args...)
+	}
+	digest := doCmd(t, f, 1, "debug", "digest")
+	// The first cycles only watch the keys stay still; the one that finds
+	// them stable moves them all.
+	var steps int
+	var total int64
+	for cycle := 0; total == 0; cycle++ {
+		if cycle > stableCycles {
+			t.Fatalf("nothing moved in %d cycles", cycle)
+		}
+		steps = 0
+		for {
+			st := f.Defrag(1 << 20)
+			steps++
+			if st.Moved > stepMoveBytes+maxSlabBlob {
+				t.Fatalf("step %d moved %d bytes, want at most %d", steps, st.Moved, stepMoveBytes+maxSlabBlob)
+			}
+			total += st.Moved
+			if st.CycleDone {
+				break
+			}
+		}
+	}
+	if steps < 2 {
+		t.Errorf("the cycle that moved %d bytes took %d step, want more than one", total, steps)
+	}
+	for k := range keys {
+		if key := fmt.Sprint("k", k); !inSlab(f, key) {
+			t.Fatalf("%s is not in a slab after the cycle", key)
+		}
+	}
+	if got := doCmd(t, f, 1, "debug", "digest"); got != digest {
+		t.Fatalf("digest %s after defragmenting, want %s", got, digest)
+	}
+}
+
+// TestDefragPausesPackingDuringWriteFlood: while more than a quarter of the
+// keys change every cycle, keys that stay quiet are not packed (a flood
+// spread over all keys rewrites them soon after); a small hot set does not
+// stop the packing of the others; and once the writes stop, everything is
+// packed.
+func TestDefragPausesPackingDuringWriteFlood(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		hotEvery  int // every hotEvery-th key changes before each cycle
+		coldMoves bool
+	}{
+		{"half the keys change each cycle", 2, false},
+		{"a twentieth change each cycle", 20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTestFSM(t)
+			const keys = 1000
+			for k := range keys {
+				for m := range 10 {
+					applyCmd(t, f, 1, "sadd", fmt.Sprint("k", k), fmt.Sprint("m", m))
+				}
+			}
+			round := 0
+			for range stableCycles + 3 {
+				round++
+				for k := 0; k < keys; k += tc.hotEvery {
+					applyCmd(t, f, 1, "sadd", fmt.Sprint("k", k), fmt.Sprint("x", round))
+				}
+				defragCycle(t, f)
+			}
+			cold := 0
+			for k := range keys {
+				if k%tc.hotEvery != 0 && inSlab(f, fmt.Sprint("k", k)) {
+					cold++
+				}
+			}
+			if got := cold > 0; got != tc.coldMoves {
+				t.Errorf("quiet keys packed during the writes: %d; want some: %v", cold, tc.coldMoves)
+			}
+			digest := doCmd(t, f, 1, "debug", "digest")
+			for range stableCycles + 1 {
+				defragCycle(t, f)
+			}
+			for k := range keys {
+				if key := fmt.Sprint("k", k); !inSlab(f, key) {
+					t.Fatalf("%s not in a slab once the writes stopped", key)
+				}
+			}
+			if got := doCmd(t, f, 1, "debug", "digest"); got != digest {
+				t.Fatalf("digest %s after packing, want %s", got, digest)
+			}
+		})
+	}
+}
+
+// TestDefragPacksInAddressOrder: the blobs a pass finds stable are packed in
+// the order of their heap addresses, so that the heap's spans empty one
+// after another: within a slab, blobs sit in the order of their old
+// addresses, and the old address ranges of two slabs do not overlap. A key
+// changed between the pass and the packing is left where it is.
+func TestDefragPacksInAddressOrder(t *testing.T) {
+	f := newTestFSM(t)
+	const keys = 4000 // about 1.2 MB of listpacks: several slabs
+	for m := range 30 {
+		for k := range keys {
+			// Interleaved growth scatters each key's blob over the heap.
+			applyCmd(t, f, 1, "sadd", fmt.Sprint("k", k), fmt.Sprintf("member-%02d", m))
+		}
+	}
+	addrOf := func(key string) uintptr {
+		c, i := f.ks.cell(f.ks.find([]byte(key)))
+		b, _ := f.ks.blobAt(c, i)
+		return uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	}
+	// Step until the pass that finds every key stable has ended.
+	for steps := 0; !f.ks.defrag.draining; steps++ {
+		if steps == 1_000_000 {
+			t.Fatal("no pass found every key stable and began packing")
+		}
+		f.Defrag(64)
+	}
+	old := make(map[string]uintptr, keys)
+	for k := range keys {
+		old[fmt.Sprint("k", k)] = addrOf(fmt.Sprint("k", k))
+	}
+	applyCmd(t, f, 1, "sadd", "k7", "changed") // after the pass: not packed this cycle
+	for steps := 0; !f.Defrag(64).CycleDone; steps++ {
+		if steps == 1_000_000 {
+			t.Fatal("the cycle never ended")
+		}
+	}
+	if inSlab(f, "k7") {
+		t.Errorf("k7, changed after the pass found it stable, was packed")
+	}
+	type span struct{ lo, hi uintptr }
+	bySlab := map[*slab][]string{}
+	for k := range keys {
+		key := fmt.Sprint("k", k)
+		if key == "k7" {
+			continue
+		}
+		s := f.ks.defrag.slabOf(addrOf(key))
+		if s == nil {
+			t.Fatalf("%s not packed", key)
+		}
+		bySlab[s] = append(bySlab[s], key)
+	}
+	if len(bySlab) < 3 {
+		t.Fatalf("%d slabs; the test needs several", len(bySlab))
+	}
+	var ranges []span
+	for _, ks := range bySlab {
+		slices.SortFunc(ks, func(a, b string) int { return cmp.Compare(addrOf(a), addrOf(b)) })
+		for i := 1; i < len(ks); i++ {
+			if old[ks[i]] < old[ks[i-1]] {
+				t.Fatalf("in a slab %s follows %s, but its old address %#x is below %#x", ks[i], ks[i-1], old[ks[i]], old[ks[i-1]])
+			}
+		}
+		ranges = append(ranges, span{old[ks[0]], old[ks[len(ks)-1]]})
+	}
+	slices.SortFunc(ranges, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	for i := 1; i < len(ranges); i++ {
+		if ranges[i].lo <= ranges[i-1].hi {
+			t.Errorf("two slabs hold blobs from overlapping old address ranges: %#x-%#x and %#x-%#x",
+				ranges[i-1].lo, ranges[i-1].hi, ranges[i].lo, ranges[i].hi)
+		}
 	}
 }

@@ -10,7 +10,9 @@
 // newer raftset, or corrupt) halts the state machine: it applies nothing
 // more, refuses snapshots and closes Halted, since skipping the entry would
 // let replicas diverge and panicking would only repeat on restart. TypeNode
-// entries record node client addresses (nodes.go). Snapshot runs on the
+// entries record node client addresses (nodes.go); TypeSlot entries are the
+// steps of a hash slot migration (slots.go, docs/sharding.md), which also
+// refuse, at apply, commands on slots this shard does not serve. Snapshot runs on the
 // same goroutine as Apply and only captures (see below); Persist writes the
 // file while Apply goes on; Raft always calls Release. Restore reads the
 // whole file into a new keyspace and swaps it in only once the file has

@@ -297,17 +297,19 @@ func (f *FSM) EvictionCandidates(want int64, max int, nowMs int64, src rand.Sour
 	samples := ks.evict.Samples
 	// sample returns a random eligible position, or -1.
 	sample := func() int {
-		if pol.volatile() {
-			n := ks.vol.Len()
-			if n == 0 {
-				return -1
+		p := -1
+		switch {
+		case pol.volatile():
+			if n := ks.vol.Len(); n > 0 {
+				p = ks.find(ks.vol.At(rng.IntN(n)))
 			}
-			return ks.find(ks.vol.At(rng.IntN(n)))
+		case ks.n > 0:
+			p = rng.IntN(ks.n)
 		}
-		if ks.n == 0 {
-			return -1
+		if p >= 0 && ks.slotHeld(ks.keys.At(p)) {
+			return -1 // its slot is migrating: the eviction would be skipped
 		}
-		return rng.IntN(ks.n)
+		return p
 	}
 	eligible := ks.n
 	if pol.volatile() {
@@ -407,7 +409,7 @@ func cmdRaftsetEvict(c *execCtx, args [][]byte) {
 		if err != nil {
 			continue
 		}
-		if pos := c.ks.find(args[i]); pos >= 0 && c.ks.ver(pos) == ver {
+		if pos := c.ks.find(args[i]); pos >= 0 && c.ks.ver(pos) == ver && !c.ks.slotHeld(args[i]) {
 			c.deleteAt(pos)
 			n++
 		}

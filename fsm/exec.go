@@ -25,8 +25,14 @@ type execCtx struct {
 	readOnly      bool // inside Read: write commands are refused
 	write         bool // the running command may change state
 	src           setenc.Source
-	out           []byte
-	rec           *written // keys changed, for OnWritten (written.go); nil: nobody listens
+	// pcg is the generator rng seeds inside Apply, kept in the context so
+	// that a SPOP costs no allocation for it (the seeding, and so every
+	// draw, is what rand.NewPCG(index, seed2) would give).
+	pcg rand.PCG
+	// scratch holds a popped member until it is copied into out.
+	scratch []byte
+	out     []byte
+	rec     *written // keys changed, for OnWritten (written.go); nil: nobody listens
 }
 
 // cmdDef is one entry of the dispatch table.
@@ -43,6 +49,9 @@ type cmdDef struct {
 	// of a script whose shebang declares no-writes (refused inside if it
 	// tries to write).
 	readOK bool
+	// keys finds the command's keys (nil: it has none), so that a command
+	// on a slot this shard does not serve is refused (slots.go).
+	keys func(args [][]byte) [][]byte
 }
 
 // errWriteInRead is the reply to a write command sent to Read.
@@ -65,6 +74,10 @@ func (c *execCtx) exec(args [][]byte) {
 	}
 	if def.write && c.readOnly && !def.readOK {
 		c.err(errWriteInRead)
+		return
+	}
+	if c.slotRefused(def, args) {
+		c.err(errSlotMoving)
 		return
 	}
 	c.write = def.write && c.applying
@@ -129,7 +142,8 @@ func errOp(msg string) command.Op {
 func (c *execCtx) rng() setenc.Source {
 	if c.src == nil {
 		seed2 := c.term*0x9e3779b97f4a7c15 ^ uint64(c.opPos)<<20 ^ uint64(c.subPos)
-		c.src = rand.NewPCG(c.index, seed2)
+		c.pcg.Seed(c.index, seed2)
+		c.src = &c.pcg
 	}
 	return c.src
 }

@@ -41,7 +41,7 @@ func (f *FSM) ExpiredKeys(nowMs int64, limit int) [][]byte {
 				return
 			}
 			seen++
-			if pos := ks.find(k); pos >= 0 && ks.expiredAt(pos, now) {
+			if pos := ks.find(k); pos >= 0 && ks.expiredAt(pos, now) && !ks.slotHeld(k) {
 				out = append(out, bytes.Clone(k))
 			}
 		})

@@ -46,6 +46,12 @@ type FSM struct {
 	mu sync.RWMutex
 	ks *keyspace
 
+	// decMu guards dec, the reused storage of the entries ApplyBatch
+	// decodes (Raft applies from one goroutine; the lock is for callers
+	// that do not).
+	decMu sync.Mutex
+	dec   command.Decoder
+
 	applied   atomic.Uint64
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced whenever applied grows
@@ -127,6 +133,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	if f.isHalted() {
 		return out
 	}
+	f.decMu.Lock()
+	defer f.decMu.Unlock()
+	defer f.dec.Reset() // nothing applied keeps an entry's ops or argument slices
 	entries := make([]*command.Entry, len(logs))
 	good := len(logs)
 	var bad error
@@ -134,7 +143,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		e, err := command.Decode(l.Data)
+		e, err := f.dec.Decode(l.Data)
 		if err != nil {
 			good, bad = i, err
 			break
@@ -174,6 +183,16 @@ func (f *FSM) applyLocked(l *raft.Log, e *command.Entry) *ApplyResult {
 	hook := f.written.Load()
 	if hook != nil {
 		c.rec = &written{}
+	}
+	if e.Type == command.TypeSlot {
+		c.write = true
+		c.applySlot(e.Slot)
+		if hook != nil && len(c.rec.keys) > 0 {
+			(*hook)(c.rec.keys, false)
+		}
+		f.ks.acct.flush(f.ks)
+		f.publishMemory()
+		return &ApplyResult{Replies: [][]byte{c.out}}
 	}
 	res := &ApplyResult{Replies: make([][]byte, len(e.Ops))}
 	ends := make([]int, len(e.Ops))
@@ -216,6 +235,10 @@ func (c *execCtx) execOp(op *command.Op) {
 // execTx runs a MULTI/EXEC transaction: *-1 if a watched key changed since
 // WATCH, else the array of its replies.
 func (c *execCtx) execTx(tx *command.Tx) {
+	if c.txSlotRefused(tx) {
+		c.err(errSlotMoving)
+		return
+	}
 	for _, w := range tx.Watches {
 		exists, stamp := c.ks.stamp(w.Key, c.now)
 		if exists != w.Exists || stamp != w.Stamp {

@@ -745,14 +745,14 @@ func TestRestoreNewerFormatHalts(t *testing.T) {
 		t.Fatal("no raftset-ver AUX field in the snapshot")
 	}
 	newer := bytes.Clone(good)
-	newer[i+len(marker)-1] = 2
+	newer[i+len(marker)-1] = snapshot.RaftsetFormat + 1
 
 	f := newTestFSM(t)
 	applyCmd(t, f, 1000, "sadd", "mine", "x")
 	before := dump(f)
 	err := f.Restore(nopCloser{bytes.NewReader(newer)})
 	if !errors.Is(err, snapshot.ErrNewerFormat) ||
-		!strings.Contains(err.Error(), "snapshot written by a newer raftset (snapshot format 2, this binary reads up to 1): upgrade this node") {
+		!strings.Contains(err.Error(), "snapshot written by a newer raftset (snapshot format 3, this binary reads up to 2): upgrade this node") {
 		t.Fatalf("Restore of a format-2 snapshot = %v", err)
 	}
 	if dump(f) != before {

@@ -8,6 +8,7 @@ import (
 
 	"raftset/internal/setenc"
 	"raftset/internal/setenc/hashtable"
+	"raftset/internal/slot"
 )
 
 // A keyspace is one database: the key set and, in parallel dense arrays,
@@ -26,6 +27,17 @@ import (
 // sharedBit, and setForWrite copies the set itself before changing it in
 // place. Strings are never changed in place.
 //
+// A snapshot being persisted reads its chunks in order, once, and publishes
+// how many it has finished (liveSnap.passed). A chunk every live snapshot
+// has passed is written in place again, and a set in it marked shared is
+// changed in place: during a write flood the copies made for a snapshot
+// were its whole write-set (20-30 MB on the seed's load, each raising the
+// collector's next goal by half as much again), and now they cover only
+// the chunks still ahead of the writer. A set moved (by a removal) from a
+// chunk a snapshot has yet to read carries movedBit as well: its position
+// no longer says where the snapshot reads it, so it is copied before any
+// change while any snapshot is live.
+//
 // Costs per key: the key bytes in the Table's arena plus 4 bytes of dense
 // offset and about 8 of index and tags, then 16 (value) + 1 (kind) + 8 (deadline)
 // + 8 (version) in the chunks, and the value's own bytes: the string, or the
@@ -37,10 +49,10 @@ type keyspace struct {
 
 	// gen counts captures; cowGen is the generation of the newest live
 	// snapshot (0 when none): a chunk whose gen is below it may be read by a
-	// snapshot and is copied before any write. live lists the generations
-	// of the live snapshots.
+	// snapshot and is copied before any write, unless every such snapshot
+	// has passed it. live lists the live snapshots.
 	gen, cowGen uint64
-	live        []uint64
+	live        []liveSnap
 
 	// vol indexes the keys that have a deadline, so ExpiredKeys samples them
 	// without walking the whole keyspace. It is derived state (rebuilt on
@@ -66,6 +78,13 @@ type keyspace struct {
 	// state, carried by snapshots in AuxScripts. FLUSHALL keeps it, as in
 	// Redis.
 	scripts map[string][]byte
+
+	// slotIdx groups the keys by hash slot (slotindex.go), nil until first
+	// needed; derived state. slots is each slot's migration state
+	// (slots.go), nil while every slot is simply owned: replicated state,
+	// carried by snapshots in AuxSlots.
+	slotIdx *slotIndex
+	slots   *slotStates
 }
 
 const (
@@ -73,6 +92,15 @@ const (
 	chunkLen   = 1 << chunkShift
 	chunkMask  = chunkLen - 1
 )
+
+// liveSnap is a snapshot sharing the keyspace's chunks: its generation and
+// how many chunks its writer has finished reading (it reads none of them
+// again). passed only grows, and a snapshot that is never persisted
+// (ExportRDB) leaves it at 0.
+type liveSnap struct {
+	gen    uint64
+	passed *atomic.Int64
+}
 
 // chunk holds chunkLen positions of the dense arrays (about 132 KiB).
 type chunk struct {
@@ -96,6 +124,7 @@ const (
 	strInt     uint8 = 0x10
 	strRaw     uint8 = 0x20
 	sharedBit  uint8 = 0x80
+	movedBit   uint8 = 0x40 // sets only, with sharedBit: see keyspace
 )
 
 // strEnc is how a string write is stored, following the object encoding
@@ -136,7 +165,7 @@ func (ks *keyspace) cell(pos int) (*chunk, int) {
 func (ks *keyspace) cellW(pos int) (*chunk, int) {
 	ci := pos >> chunkShift
 	c := ks.chunks[ci]
-	if c.gen < ks.cowGen {
+	if c.gen < ks.cowGen && ks.chunkRead(ci, c.gen) {
 		nc := new(chunk)
 		*nc = *c
 		nc.gen = ks.gen
@@ -181,8 +210,38 @@ func (ks *keyspace) expiredAt(pos int, now int64) bool {
 
 // shared reports whether the value at pos may be read by a live snapshot.
 func (ks *keyspace) shared(pos int) bool {
+	ci := pos >> chunkShift
 	c, i := ks.cell(pos)
-	return c.gen < ks.cowGen || c.kinds[i]&sharedBit != 0
+	return c.gen < ks.cowGen && ks.chunkRead(ci, c.gen) || ks.setShared(ci, c.kinds[i])
+}
+
+// chunkRead reports whether a live snapshot that shares chunk ci (taken
+// while it had generation gen) has yet to read it.
+func (ks *keyspace) chunkRead(ci int, gen uint64) bool {
+	for _, l := range ks.live {
+		if gen < l.gen && l.passed.Load() <= int64(ci) {
+			return true
+		}
+	}
+	return false
+}
+
+// setShared reports whether a set of kind k in chunk ci may still be read by
+// a live snapshot: one moved there from elsewhere while any is live, one
+// marked when its chunk was copied while a snapshot has yet to pass ci.
+func (ks *keyspace) setShared(ci int, k uint8) bool {
+	if k&sharedBit == 0 {
+		return false
+	}
+	if k&movedBit != 0 {
+		return true
+	}
+	for _, l := range ks.live {
+		if l.passed.Load() <= int64(ci) {
+			return true
+		}
+	}
+	return false
 }
 
 // add inserts a key that is not present, with a zero value of the given
@@ -202,6 +261,9 @@ func (ks *keyspace) add(key []byte, kind uint8, exp int64) int {
 	c.vals[i], c.kinds[i], c.exps[i], c.vers[i] = setenc.Set{}, kind, exp, 0
 	if exp != noExpiry {
 		ks.vol.Add(key)
+	}
+	if ks.slotIdx != nil {
+		ks.slotIdx.add(pos, slot.Of(key))
 	}
 	return pos
 }
@@ -263,7 +325,7 @@ func (ks *keyspace) move(from, to int) {
 	tc, ti := ks.cellW(to)
 	tc.vals[ti], tc.kinds[ti], tc.exps[ti], tc.vers[ti] = fc.vals[fi], fc.kinds[fi], fc.exps[fi], fc.vers[fi]
 	if sh && tc.kinds[ti]&kindMask == kindSet {
-		tc.kinds[ti] |= sharedBit
+		tc.kinds[ti] |= sharedBit | movedBit
 	}
 }
 
@@ -274,8 +336,11 @@ func (ks *keyspace) remove(pos int) {
 	if ks.exp(pos) != noExpiry {
 		ks.vol.Remove(ks.keys.At(pos))
 	}
-	ks.keys.RemoveAt(pos)
 	last := ks.n - 1
+	if ks.slotIdx != nil {
+		ks.slotIdx.remove(pos, slot.Of(ks.keys.At(pos)), last, slot.Of(ks.keys.At(last)))
+	}
+	ks.keys.RemoveAt(pos)
 	if pos != last {
 		ks.move(last, pos)
 	}
@@ -385,9 +450,11 @@ func (ks *keyspace) set(pos int) *setenc.Set {
 // is copied first. The pointer is valid until the next add or remove.
 func (ks *keyspace) setForWrite(pos int) *setenc.Set {
 	c, i := ks.cellW(pos)
-	if c.kinds[i]&sharedBit != 0 {
-		c.kinds[i] &^= sharedBit
-		c.vals[i] = *c.vals[i].Clone()
+	if k := c.kinds[i]; k&sharedBit != 0 {
+		c.kinds[i] = k &^ (sharedBit | movedBit)
+		if ks.setShared(pos>>chunkShift, k) {
+			c.vals[i] = *c.vals[i].Clone()
+		}
 	}
 	return &c.vals[i]
 }
@@ -422,30 +489,37 @@ func (ks *keyspace) clear() {
 	ks.volCursor.Store(0)
 	ks.defrag = defragState{}
 	ks.acct.reset()
+	if ks.slotIdx != nil {
+		ks.slotIdx = newSlotIndex()
+	}
 }
 
-// share records a new snapshot of the chunks and returns its generation.
-func (ks *keyspace) share() uint64 {
+// share records a new snapshot of the chunks, whose writer reports the
+// chunks it finished in passed, and returns its generation.
+func (ks *keyspace) share(passed *atomic.Int64) uint64 {
 	ks.gen++
 	ks.cowGen = ks.gen
-	ks.live = append(ks.live, ks.gen)
+	ks.live = append(ks.live, liveSnap{gen: ks.gen, passed: passed})
 	return ks.gen
 }
 
 // unshare ends the snapshot of generation gen. When none is left, no chunk
 // or set needs copying any more, and the shared marks are cleared.
 func (ks *keyspace) unshare(gen uint64) {
-	if i := slices.Index(ks.live, gen); i >= 0 {
-		ks.live = slices.Delete(ks.live, i, i+1)
-	}
+	ks.live = slices.DeleteFunc(ks.live, func(l liveSnap) bool { return l.gen == gen })
 	if len(ks.live) > 0 {
-		ks.cowGen = slices.Max(ks.live)
+		ks.cowGen = 0
+		for _, l := range ks.live {
+			ks.cowGen = max(ks.cowGen, l.gen)
+		}
 		return
 	}
 	ks.cowGen = 0
 	for _, c := range ks.chunks {
 		for i, k := range c.kinds {
-			c.kinds[i] = k &^ sharedBit
+			if k&kindMask == kindSet {
+				c.kinds[i] = k &^ (sharedBit | movedBit)
+			}
 		}
 	}
 }

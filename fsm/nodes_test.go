@@ -139,9 +139,9 @@ func TestApplyUndecodable(t *testing.T) {
 		data []byte
 		text string
 	}{
-		{"corrupt", []byte{command.Version, byte(command.TypeBatch), 0xff}, "corrupt entry (format version 1)"},
+		{"corrupt", []byte{1, byte(command.TypeBatch), 0xff}, "corrupt entry (format version 1)"},
 		{"newer", []byte{command.Version + 1, 1, 0, 0},
-			"entry written by a newer raftset (format version 2, this binary reads up to 1)"},
+			"entry written by a newer raftset (format version 4, this binary reads up to 3)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var logs syncBuffer

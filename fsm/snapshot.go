@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -57,7 +58,7 @@ const (
 var standardAux = []string{
 	"redis-ver", "redis-bits", "ctime", "used-mem", "aof-base", snapshot.AuxRaftsetVer,
 	AuxClock, AuxLimits, AuxLastDelete, AuxIndex, AuxTerm, AuxVersions, AuxScripts, AuxMaxmemory,
-	AuxStringEncodings,
+	AuxStringEncodings, AuxSlots,
 }
 
 // ErrSnapshot is wrapped by Restore and LoadRDB errors about the file's
@@ -111,8 +112,12 @@ type fsmSnapshot struct {
 	nodes   map[string]string // never changed in place (nodes.go)
 	scripts map[string][]byte // a copy of the script cache (bodies are never changed in place)
 	users   []byte            // AuxACL's value, nil for a new node's users (acl.go)
+	slots   string            // AuxSlots's value, empty while no slot entry was applied
 	aux     []snapshot.AuxField
 	release sync.Once
+	// passed counts the chunks Persist has written and dropped: the
+	// keyspace writes those in place again (see keyspace).
+	passed atomic.Int64
 }
 
 // Snapshot captures the state for Raft: it copies the key bytes and the
@@ -146,13 +151,16 @@ func (f *FSM) capture() *fsmSnapshot {
 		s.keys = binary.AppendUvarint(s.keys, uint64(len(k)))
 		s.keys = append(s.keys, k...)
 	}
-	s.gen = ks.share()
+	if ks.slots != nil {
+		s.slots = formatSlots(ks.slots)
+	}
+	s.gen = ks.share(&s.passed)
 	return s
 }
 
 // Persist writes the snapshot as an RDB file to sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := s.write(sink); err != nil {
+	if err := s.writeOnce(sink); err != nil {
 		sink.Cancel()
 		return err
 	}
@@ -164,7 +172,9 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 // without raftset-ver a reader applies Redis's load conversions; the other
 // AUX fields are kept). It may be called more than once (SYNC sizes the file
 // first, then sends it); every call writes the same bytes.
-func (s *fsmSnapshot) ExportRDB(w io.Writer) error { return s.writeVersion(w, snapshot.VersionRedis70) }
+func (s *fsmSnapshot) ExportRDB(w io.Writer) error {
+	return s.writeVersion(w, snapshot.VersionRedis70, false)
+}
 
 // IndexTerm returns the index and term of the last entry applied at capture
 // (the file's raftset-index and raftset-term AUX fields).
@@ -181,11 +191,19 @@ func (s *fsmSnapshot) Release() {
 	})
 }
 
-// write writes the RDB file.
-func (s *fsmSnapshot) write(w io.Writer) error { return s.writeVersion(w, 0) }
+// writeOnce writes the RDB file, letting go of each chunk once written: the
+// snapshot cannot be written again.
+func (s *fsmSnapshot) writeOnce(w io.Writer) error {
+	if s.passed.Load() != 0 {
+		return errors.New("fsm: snapshot already persisted")
+	}
+	return s.writeVersion(w, 0, true)
+}
 
 // writeVersion writes the RDB file in the given version (0: the default).
-func (s *fsmSnapshot) writeVersion(w io.Writer, version int) error {
+// With release, each chunk is dropped and reported passed (to the
+// keyspace, which stops copying it) once its keys are written.
+func (s *fsmSnapshot) writeVersion(w io.Writer, version int, release bool) error {
 	n := s.n
 	vers := make([]byte, 0, n*3)
 	var encs []byte
@@ -218,6 +236,9 @@ func (s *fsmSnapshot) writeVersion(w io.Writer, version int) error {
 	if len(encs) > 0 {
 		aux = append(aux, snapshot.AuxField{Key: AuxStringEncodings, Value: string(encs)})
 	}
+	if s.slots != "" {
+		aux = append(aux, snapshot.AuxField{Key: AuxSlots, Value: s.slots})
+	}
 	aux = append(aux, s.aux...)
 	if len(s.nodes) > 0 {
 		aux = append(aux, snapshot.AuxField{Key: AuxNodes, Value: formatNodes(s.nodes)})
@@ -232,7 +253,12 @@ func (s *fsmSnapshot) writeVersion(w io.Writer, version int) error {
 	if version == snapshot.VersionRedis70 {
 		redisVer = "7.0.0"
 	}
+	format := 1
+	if s.slots != "" {
+		format = 2 // a format-1 reader would ignore the slot states
+	}
 	wr, err := snapshot.NewWriter(w, snapshot.WriterOptions{
+		Format:   format,
 		Version:  version,
 		RedisVer: redisVer,
 		Compress: true,
@@ -265,6 +291,11 @@ func (s *fsmSnapshot) writeVersion(w io.Writer, version int) error {
 		if err != nil {
 			return err
 		}
+		if release && (j == chunkMask || i == n-1) {
+			// The writer has copied the chunk's values into its buffer.
+			s.chunks[i>>chunkShift] = nil
+			s.passed.Store(int64(i>>chunkShift) + 1)
+		}
 	}
 	return wr.Close()
 }
@@ -278,7 +309,7 @@ func (f *FSM) WriteRDB(w io.Writer) error {
 	f.mu.Unlock()
 	defer s.Release()
 	s.aux = aux
-	return s.write(w)
+	return s.writeOnce(w)
 }
 
 // Restore replaces the whole state with a snapshot. The file is read into a
@@ -291,7 +322,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("fsm: restore refused: %w", err)
 	}
 	f.mu.RLock()
-	lim := f.ks.lim
+	lim, indexed := f.ks.lim, f.ks.slotIdx != nil
 	f.mu.RUnlock()
 	ks, aux, err := readKeyspace(rc, lim, 0, false, 0, false)
 	if err != nil {
@@ -301,6 +332,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 		f.log.Error("restore failed; state unchanged", "error", err)
 		return err
+	}
+	if indexed {
+		ks.buildSlotIndex() // before taking the lock: O(keys)
 	}
 	nodes := map[string]string{}
 	var extra []snapshot.AuxField
@@ -369,6 +403,10 @@ func (f *FSM) LoadRDB(r io.Reader, opts LoadOptions) (int, error) {
 	ks.now, ks.lim, ks.index, ks.term = old.now, old.lim, old.index, old.term
 	ks.evict = old.evict
 	ks.scripts = old.scripts
+	ks.slots = old.slots
+	if old.slotIdx != nil {
+		ks.buildSlotIndex()
+	}
 	ks.lastDel = old.index
 	for i := range ks.Len() {
 		ks.setVer(i, old.index)
@@ -509,6 +547,12 @@ func (ks *keyspace) applyAux(a snapshot.AuxField) error {
 		ks.scripts = scripts
 	case AuxStringEncodings:
 		return ks.applyStringEncodings([]byte(a.Value))
+	case AuxSlots:
+		x, err := parseSlots(a.Value)
+		if err != nil {
+			return fmt.Errorf("%w: AUX %s: %w", ErrSnapshot, a.Key, err)
+		}
+		ks.slots = x
 	case AuxVersions:
 		b := []byte(a.Value)
 		for i := range ks.Len() {

@@ -483,13 +483,7 @@ func waitReady(c Cluster, within time.Duration) error {
 	for i := 0; i < 1000 && len(pending) > 0; i++ {
 		var still []string
 		for _, id := range pending {
-			cn, err := dialConn(c.Addr(id), time.Second)
-			if err != nil {
-				still = append(still, id)
-				continue
-			}
-			r, err := cn.Do("SISMEMBER", "jepsen:ready", "x")
-			cn.Close()
+			r, err := doFollow(c.Addr(id), time.Second, "SISMEMBER", "jepsen:ready", "x")
 			if err != nil || r.Kind != ':' {
 				still = append(still, id)
 			}

@@ -82,19 +82,53 @@ func watchLeaders(ctx context.Context, cl Cluster, interval time.Duration) (*lea
 var (
 	candidateLine = regexp.MustCompile(`entering candidate state.*term=(\d+)`)
 	leaderLine    = regexp.MustCompile(`entering leader state`)
+	shardField    = regexp.MustCompile(`\bshard=(\d+)`)
+	metaField     = regexp.MustCompile(`\bgroup=meta\b`)
 )
 
+// metaShard stands for the metadata group (its lines carry group=meta) in
+// shardTerm: it elects apart from every shard.
+const metaShard = 1<<16 - 1
+
+// shardTerm names term t of shard s (s > 0) in the one map of terms: the
+// Raft groups of a sharded cluster elect independently, so their terms
+// must never meet in one entry. Shard 0's terms (and an unsharded
+// cluster's) stay plain: they are what RAFT.INFO, which answers for the
+// home shard 0, reports to the poll.
+func shardTerm(s, t uint64) uint64 { return s<<48 | t }
+
+func termName(t uint64) string {
+	switch s := t >> 48; s {
+	case 0:
+	case metaShard:
+		return fmt.Sprintf("metadata group term %d", t&(1<<48-1))
+	default:
+		return fmt.Sprintf("shard %d term %d", s, t&(1<<48-1))
+	}
+	return strconv.FormatUint(t, 10)
+}
+
 // leadersFromLog returns the terms a node's log says it became leader in.
+// A sharded node's log interleaves its groups' elections, each line
+// carrying shard=N: a candidate term is remembered per shard.
 func leadersFromLog(log string) []uint64 {
 	var terms []uint64
-	var term uint64
+	term := map[uint64]uint64{}
 	for _, line := range strings.Split(log, "\n") {
 		if strings.HasPrefix(line, startMarker) {
-			term = 0
-		} else if m := candidateLine.FindStringSubmatch(line); m != nil {
-			term, _ = strconv.ParseUint(m[1], 10, 64)
-		} else if leaderLine.MatchString(line) && term != 0 {
-			terms = append(terms, term)
+			clear(term)
+			continue
+		}
+		var shard uint64
+		if m := shardField.FindStringSubmatch(line); m != nil {
+			shard, _ = strconv.ParseUint(m[1], 10, 64)
+		} else if metaField.MatchString(line) {
+			shard = metaShard
+		}
+		if m := candidateLine.FindStringSubmatch(line); m != nil {
+			term[shard], _ = strconv.ParseUint(m[1], 10, 64)
+		} else if leaderLine.MatchString(line) && term[shard] != 0 {
+			terms = append(terms, shardTerm(shard, term[shard]))
 		}
 	}
 	return terms
@@ -147,9 +181,9 @@ func judgeTerms(all map[uint64]map[string]bool, polls int) leaderTerms {
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
-		out.LeadersByTerm[strconv.FormatUint(t, 10)] = strings.Join(ids, ",")
+		out.LeadersByTerm[termName(t)] = strings.Join(ids, ",")
 		if len(ids) > 1 {
-			out.Conflicts = append(out.Conflicts, fmt.Sprintf("term %d led by %v", t, ids))
+			out.Conflicts = append(out.Conflicts, fmt.Sprintf("term %s led by %v", termName(t), ids))
 		}
 	}
 	return out
@@ -169,6 +203,21 @@ func TestLeaderTermsChecker(t *testing.T) {
 	}, "\n")
 	if got := fmt.Sprint(leadersFromLog(log)); got != "[2]" {
 		t.Errorf("leaders from log: %s, want [2]", got)
+	}
+	// A sharded node: shard 1's candidacy in term 4 comes between shard
+	// 0's candidacy in term 3 and shard 0's win, which is term 3's.
+	sharded := strings.Join([]string{
+		startMarker + "1 of n1",
+		`2026-12-02T00:03:31.700Z [INFO]  raftset.raft: entering candidate state: shard=0 node="Node at 127.0.0.1:1 [Candidate]" term=3`,
+		`2026-12-02T00:03:31.750Z [INFO]  raftset.raft: entering candidate state: shard=1 node="Node at 127.0.0.1:1 [Candidate]" term=4`,
+		`2026-12-02T00:03:31.801Z [INFO]  raftset.raft: entering leader state: shard=0 leader="Node at 127.0.0.1:1 [Leader]"`,
+		`2026-12-02T00:03:31.901Z [INFO]  raftset.raft: entering leader state: shard=1 leader="Node at 127.0.0.1:1 [Leader]"`,
+		`2026-12-02T00:03:32.000Z [INFO]  raftset.raft: entering candidate state: group=meta node="Node at 127.0.0.1:1 [Candidate]" term=3`,
+		`2026-12-02T00:03:32.100Z [INFO]  raftset.raft: entering leader state: group=meta leader="Node at 127.0.0.1:1 [Leader]"`,
+	}, "\n")
+	got := leadersFromLog(sharded)
+	if len(got) != 3 || got[0] != 3 || termName(got[1]) != "shard 1 term 4" || termName(got[2]) != "metadata group term 3" {
+		t.Errorf("leaders from a sharded log: %v, want [3, shard 1 term 4, metadata group term 3]", got)
 	}
 	ok := judgeTerms(map[uint64]map[string]bool{2: {"n1": true}, 3: {"n2": true}}, 10)
 	bad := judgeTerms(map[uint64]map[string]bool{2: {"n1": true}, 3: {"n2": true, "n3": true}}, 10)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,15 @@ var (
 	// faultTransfer moves leadership to another running node (RAFT.TRANSFER):
 	// with skewed clocks, from one wall clock to another.
 	faultTransfer = "transfer"
+	// faultMoveSlots moves a small range of slots to another shard while
+	// the workloads write (sharded scenarios): RAFT.SHARD MOVESLOTS <first>
+	// <last> <to-shard>, sent to a running node. The move stays (no heal):
+	// the per-key and set checks then span keys written before, during and
+	// after it. Until a move of a set's slot has succeeded, and on every
+	// other firing after, the range is drawn around the slot of one of
+	// the set workload's keys (moveSlotsArgs' around); the other firings
+	// move a random range (the per-key workload's keys).
+	faultMoveSlots = "move-slots"
 )
 
 // schedule draws faults from kinds until total is filled. The same seed
@@ -47,6 +57,11 @@ func schedule(seed uint64, kinds []string, nodes []string, total time.Duration) 
 	for i := 0; i < 1000; i++ {
 		f := fault{Wait: ms(2000, 2000)}
 		kind := kinds[r.IntN(len(kinds))]
+		if i == 0 && slices.Contains(kinds, faultMoveSlots) {
+			// A row that moves slots moves some in every run, whatever
+			// its seed draws: its sharded checks need a move.
+			kind = faultMoveSlots
+		}
 		f.Pick = r.Uint64()
 		switch kind {
 		case "kill-random":
@@ -80,6 +95,10 @@ func schedule(seed uint64, kinds []string, nodes []string, total time.Duration) 
 			f.Kind, f.Target, f.Net, f.Hold = "island", "leader", netLeader, ms(2000, 2000)
 		case faultTransfer:
 			f.Kind, f.Target, f.Hold = "transfer", "leader", ms(500, 1500)
+		case faultMoveSlots:
+			// Pick decides the range (up to 32 slots) and the target shard
+			// when the fault fires.
+			f.Kind, f.Target, f.Hold = "move-slots", nodes[r.IntN(len(nodes))], ms(1000, 2000)
 		case "snapshot-catchup":
 			// Down long enough for more than --trailing-logs entries.
 			f.Kind, f.Target, f.Hold = "snapshot", "follower", ms(3000, 2000)
@@ -104,8 +123,19 @@ type nemesisStats struct {
 	SnapshotMisses   []string `json:"snapshot_misses,omitempty"`
 	// RemoveTryAgainDone counts RAFT.REMOVE calls answered -TRYAGAIN
 	// ("not done, retry") whose removal happened anyway.
-	RemoveTryAgainDone int      `json:"remove_tryagain_but_done,omitempty"`
-	Errors             []string `json:"errors,omitempty"`
+	RemoveTryAgainDone int `json:"remove_tryagain_but_done,omitempty"`
+	// Moves counts move-slots faults that moved slots to another shard
+	// (+OK); SetSlotMoves those whose range held a set workload key's
+	// slot; MovesFinished moves a failed firing left in the map, which
+	// the next one completed or aborted before its own.
+	Moves        int `json:"moves,omitempty"`
+	SetSlotMoves int `json:"set_slot_moves,omitempty"`
+	// MovesAborted: moves the driver stopped before their flip
+	// (debug-move-fault) that RAFT.SHARD ABORT undid under the workloads.
+	MovesAborted  int      `json:"moves_aborted,omitempty"`
+	MovesFinished []string `json:"moves_finished,omitempty"`
+	MoveErrors    []string `json:"move_errors,omitempty"`
+	Errors        []string `json:"errors,omitempty"`
 }
 
 // nemesis runs a schedule against a cluster.
@@ -114,6 +144,164 @@ type nemesis struct {
 	rec   *recorder
 	logf  func(string, ...any)
 	stats nemesisStats
+	// shards: the scenario's shard count (move-slots picks a target
+	// among them); setSlots: the slots of the set workload's keys.
+	shards   int
+	setSlots []int
+	// moveFirings counts move-slots faults fired.
+	moveFirings int
+}
+
+// moveSlotsArgs is the command a move-slots fault sends: a range of up to
+// 32 slots, all in the shard owning its first slot in m, and another
+// shard to move it to, all from pick; around, when >= 0, is a slot the
+// range must hold (a set's).
+func moveSlotsArgs(pick uint64, shards int, m slotOwners, around int) []string {
+	first := int(pick % 16384)
+	last := min(first+int(pick>>14%32), 16383)
+	if around >= 0 {
+		// Up to 16 slots either side of it.
+		first, last = max(around-int(pick%17), 0), min(around+int(pick>>14%17), 16383)
+	}
+	from := m[first]
+	if around >= 0 {
+		from = m[around]
+	}
+	// The range stays in one shard: the driver moves one shard's slots.
+	for m[first] != from {
+		first++
+	}
+	for s := first; s <= last; s++ {
+		if m[s] != from {
+			last = s - 1
+			break
+		}
+	}
+	to := (from + 1 + int(pick>>20%uint64(shards-1))) % shards
+	return []string{"RAFT.SHARD", "MOVESLOTS", strconv.Itoa(first), strconv.Itoa(last), strconv.Itoa(to)}
+}
+
+// slotOwners is a cluster map's shard of every slot.
+type slotOwners [16384]int
+
+// clusterMap is RAFT.SHARD MAP of the node at addr: every slot's shard,
+// and the move in progress ("" if none: "first-last from to epoch flip").
+func clusterMap(addr string) (*slotOwners, string, error) {
+	r := rawCommand(addr, 10*time.Second, "RAFT.SHARD", "MAP")
+	if !strings.HasPrefix(r, "$") {
+		return nil, "", fmt.Errorf("RAFT.SHARD MAP on %s: %s", addr, r)
+	}
+	var m slotOwners
+	var move string
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(r[1:]), "\n") {
+		kind, rest, _ := strings.Cut(line, " ")
+		switch kind {
+		case "move":
+			move = rest
+		case "shard":
+			// shard ID:first-last+first-last:members
+			parts := strings.Split(rest, ":")
+			if len(parts) < 2 {
+				return nil, "", fmt.Errorf("RAFT.SHARD MAP: bad line %q", line)
+			}
+			id, err := strconv.Atoi(parts[0])
+			if err != nil {
+				return nil, "", fmt.Errorf("RAFT.SHARD MAP: bad line %q", line)
+			}
+			for _, rg := range strings.Split(parts[1], "+") {
+				var a, b int
+				if _, err := fmt.Sscanf(rg, "%d-%d", &a, &b); err != nil || a < 0 || b > 16383 || a > b {
+					return nil, "", fmt.Errorf("RAFT.SHARD MAP: bad range in %q", line)
+				}
+				for s := a; s <= b; s++ {
+					m[s] = id
+				}
+				seen += b - a + 1
+			}
+		}
+	}
+	if seen != 16384 {
+		return nil, "", fmt.Errorf("RAFT.SHARD MAP covers %d slots: %q", seen, r)
+	}
+	return &m, move, nil
+}
+
+// finishMove completes or aborts the move a failed firing left in the
+// map (another range cannot move until it is): before its flip it is
+// aborted (RAFT.SHARD ABORT), after it completed.
+func (nm *nemesis) finishMove(addr, move string) error {
+	var first, last, from, to, epoch, flip int
+	if _, err := fmt.Sscanf(move, "%d-%d %d %d %d %d", &first, &last, &from, &to, &epoch, &flip); err != nil {
+		return fmt.Errorf("move in the map %q: %w", move, err)
+	}
+	args, done := []string{"RAFT.SHARD", "MOVESLOTS", strconv.Itoa(first), strconv.Itoa(last), strconv.Itoa(to)}, "completed "
+	if flip == 0 {
+		// Not flipped: nobody wrote to the range in the target yet, so
+		// it can be given back to the source.
+		args, done = []string{"RAFT.SHARD", "ABORT"}, "aborted "
+	}
+	if r := rawCommand(addr, 60*time.Second, args...); r != "+OK" {
+		return fmt.Errorf("%s: %s", strings.Join(args, " "), r)
+	}
+	nm.stats.MovesFinished = append(nm.stats.MovesFinished, done+move)
+	return nil
+}
+
+// moveSlots is the move-slots fault on the node at addr.
+func (nm *nemesis) moveSlots(f fault, addr string) (string, error) {
+	m, move, err := clusterMap(addr)
+	if err == nil && move != "" {
+		if err = nm.finishMove(addr, move); err == nil {
+			m, _, err = clusterMap(addr)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	around := -1
+	if len(nm.setSlots) > 0 && (nm.stats.SetSlotMoves == 0 || nm.moveFirings%2 == 0) {
+		around = nm.setSlots[f.Pick>>40%uint64(len(nm.setSlots))]
+	}
+	nm.moveFirings++
+	args := moveSlotsArgs(f.Pick, nm.shards, *m, around)
+	desc := strings.Join(args, " ")
+	retryUntil := time.Now().Add(10 * time.Second)
+	for aborts := 0; ; {
+		r := rawCommand(addr, 60*time.Second, args...)
+		if r == "+OK" {
+			break
+		}
+		if strings.HasPrefix(r, "-TRYAGAIN") && time.Now().Before(retryUntil) {
+			// Not run (no reachable metadata leader, an election after
+			// a fault): ask again, as raftset cluster move-slots does.
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if aborts < 3 && strings.Contains(r, "debug-move-fault: failed before flip") {
+			// The driver stopped before the flip on purpose (sharded
+			// rows run with debug-move-fault flip: once per process):
+			// abort the move under the workloads, then move again.
+			if a := rawCommand(addr, 60*time.Second, "RAFT.SHARD", "ABORT"); a != "+OK" {
+				nm.stats.MoveErrors = append(nm.stats.MoveErrors, desc+": "+r+", then ABORT: "+a)
+				return desc, fmt.Errorf("answered %s, then ABORT %s", r, a)
+			}
+			aborts++
+			nm.stats.MovesAborted++
+			desc += " (failed before its flip, aborted, run again)"
+			continue
+		}
+		nm.stats.MoveErrors = append(nm.stats.MoveErrors, desc+": "+r)
+		return desc, fmt.Errorf("answered %s", r)
+	}
+	nm.stats.Moves++
+	first, _ := strconv.Atoi(args[2])
+	last, _ := strconv.Atoi(args[3])
+	if slices.ContainsFunc(nm.setSlots, func(s int) bool { return s >= first && s <= last }) {
+		nm.stats.SetSlotMoves++
+		desc += " (a set's slot)"
+	}
+	return desc, nil
 }
 
 // resolve turns "leader"/"follower" into a node id ("" if there is none).
@@ -166,6 +354,15 @@ func (nm *nemesis) inject(f fault, target string) (string, func() error, error) 
 		return strings.Join(victims, ","), heal, nil
 	case "pause":
 		return target, func() error { return cl.Resume(target) }, cl.Pause(target)
+	case "move-slots":
+		if nm.shards < 2 {
+			return target, nil, errors.New("move-slots needs a sharded scenario (Shards > 1)")
+		}
+		desc, err := nm.moveSlots(f, cl.Addr(target))
+		if err != nil {
+			return target + ": " + desc, nil, fmt.Errorf("%s: %s: %w", target, desc, err)
+		}
+		return target + ": " + desc, func() error { return nil }, nil
 	case "transfer":
 		var to []string
 		for _, id := range cl.Nodes() {
@@ -405,5 +602,38 @@ func TestScheduleFromSeed(t *testing.T) {
 	}
 	if total > 60*time.Second {
 		t.Errorf("schedule %v longer than the run", total)
+	}
+}
+
+// TestMoveSlotsArgs: a move-slots fault's range lies in one shard, holds
+// the set slot it was drawn around, and goes to another shard.
+func TestMoveSlotsArgs(t *testing.T) {
+	var m slotOwners
+	for s := range m {
+		m[s] = s * 3 / 16384 // shardArgs(3, ...)'s thirds, near enough
+	}
+	for _, around := range []int{-1, 0, 5460, 5461, 10923, 16383} {
+		for pick := uint64(1); pick < 1<<62; pick = pick*7 + 12345 {
+			args := moveSlotsArgs(pick, 3, m, around)
+			first, _ := strconv.Atoi(args[2])
+			last, _ := strconv.Atoi(args[3])
+			to, _ := strconv.Atoi(args[4])
+			if first > last || m[first] != m[last] || to == m[first] || to < 0 || to > 2 ||
+				(around >= 0 && (first > around || last < around)) {
+				t.Fatalf("moveSlotsArgs(%d, 3, around %d) = %v", pick, around, args)
+			}
+		}
+	}
+	keys := shardedSetKeys(3, 2)
+	for s := range 3 {
+		n := 0
+		for _, k := range keys {
+			if shardOf(k, 3) == s {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Errorf("shardedSetKeys(3, 2) = %v: %d in shard %d, want 2", keys, n, s)
+		}
 	}
 }

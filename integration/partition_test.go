@@ -315,10 +315,14 @@ func TestCheckerFlagsReadonlyDuringPartition(t *testing.T) {
 			// The write must land before the read means anything. On a
 			// loaded machine the majority side can be between leaders
 			// (-TRYAGAIN at once): retry as a client would, after a pause.
+			// A failed write drops the writer's connection: reconnect first.
 			written := false
 			for !written && ctx.Err() == nil {
+				if !writer.connect(ctx) {
+					continue
+				}
 				if written = writer.do("sadd", key, 1).Outcome == outOK; !written {
-					time.Sleep(100 * time.Millisecond)
+					sleepCtx(ctx, 100*time.Millisecond)
 				}
 			}
 			if !written {

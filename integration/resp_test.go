@@ -88,16 +88,63 @@ const (
 	outInfo = check.Info
 )
 
-// classify: -TRYAGAIN is a definite failure; -CLUSTERDOWN, any other error
-// reply, a timeout or a connection error is indeterminate for a write.
+// classify: -TRYAGAIN is a definite failure, and so is -MOVED (the front end
+// answers it before proposing, the state machine refuses a slot it does not
+// own: the write was not applied); -CLUSTERDOWN, any other error reply, a
+// timeout or a connection error is indeterminate for a write.
 func classify(r reply, err error) outcome {
 	switch {
 	case err != nil:
 		return outInfo
-	case r.IsError() && strings.HasPrefix(r.Str, "TRYAGAIN"):
+	case r.IsError() && (strings.HasPrefix(r.Str, "TRYAGAIN") || strings.HasPrefix(r.Str, "MOVED ")):
 		return outFail
 	case r.IsError():
 		return outInfo
 	}
 	return outOK
+}
+
+// movedTo is the address a -MOVED reply names ("" for any other reply).
+func movedTo(r reply) string {
+	if !r.IsError() || !strings.HasPrefix(r.Str, "MOVED ") {
+		return ""
+	}
+	f := strings.Fields(r.Str)
+	if len(f) != 3 {
+		return ""
+	}
+	return f[2]
+}
+
+// errNotSent: the redirect's connection could not be opened, so the
+// command was certainly not sent there.
+var errNotSent = errors.New("redirect not sent")
+
+// redirect sends args once to the node a -MOVED reply named, on a
+// connection of its own, as a cluster client follows a redirect; it does
+// not follow a second one. An error wrapping errNotSent means the command
+// never left.
+func redirect(addr string, timeout time.Duration, args []string) (reply, error) {
+	c, err := dialConn(addr, timeout)
+	if err != nil {
+		return reply{}, fmt.Errorf("%w: dial %s: %v", errNotSent, addr, err)
+	}
+	defer c.Close()
+	return c.Do(args...)
+}
+
+// doFollow sends args to addr and follows one -MOVED: the harness's own
+// reads (readiness, final reads) on a sharded cluster, where a node
+// redirects keys of shards it does not lead.
+func doFollow(addr string, timeout time.Duration, args ...string) (reply, error) {
+	c, err := dialConn(addr, timeout)
+	if err != nil {
+		return reply{}, err
+	}
+	r, err := c.Do(args...)
+	c.Close()
+	if to := movedTo(r); err == nil && to != "" {
+		return redirect(to, timeout, args)
+	}
+	return r, err
 }

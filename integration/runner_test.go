@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,6 +32,11 @@ type scenario struct {
 	Nodes   int    `json:"nodes"`
 	// ServerArgs go to every node (snapshot knobs).
 	ServerArgs []string `json:"server_args,omitempty"`
+	// Shards: more than 1 runs every node with cluster-enabled yes and a
+	// shard-map of that many shards, each on every node (ServerArgs has
+	// them); workers follow -MOVED once per op, and move-slots faults pick
+	// a target shard among them.
+	Shards int `json:"shards,omitempty"`
 	// TLSCluster: every node runs with tls-cluster yes (procs and netns
 	// backends).
 	TLSCluster bool `json:"tls_cluster,omitempty"`
@@ -107,11 +113,16 @@ type result struct {
 	// (only with clock offsets): Illegal shows the offset in the history.
 	TTLExactClocks string       `json:"ttl_result_with_exact_clocks,omitempty"`
 	Leaders        *leaderTerms `json:"leaders_per_term,omitempty"`
-	Digest         string       `json:"digest"`
-	ConvergedIn    string       `json:"converged_in"`
-	LogProblems    []string     `json:"log_problems"`
-	Errors         []string     `json:"errors"`
-	Valid          bool         `json:"valid"`
+	// Redirected: client ops that followed a -MOVED (sharded runs);
+	// LinKeysPerShard: the per-key workload's keys by the shard owning
+	// their slot.
+	Redirected      int         `json:"redirected,omitempty"`
+	LinKeysPerShard map[int]int `json:"lin_keys_per_shard,omitempty"`
+	Digest          string      `json:"digest"`
+	ConvergedIn     string      `json:"converged_in"`
+	LogProblems     []string    `json:"log_problems"`
+	Errors          []string    `json:"errors"`
+	Valid           bool        `json:"valid"`
 }
 
 // seedOr: JEPSEN_SEED (a number, or "random" for one from the clock), else
@@ -218,6 +229,52 @@ func offsetClocks(t *testing.T, cl Cluster, sc scenario, rec *recorder) []time.D
 	return offsets
 }
 
+// skewLeadership moves leadership to a node whose wall clock differs from
+// the first leader's, whose clock the cluster's time started from: the
+// new leader slews cluster time towards its own clock, which is what makes
+// the offsets show in the history (TTLs last 5% shorter or longer). Left
+// to the nemesis, a run whose leader faults never handed leadership across
+// clocks showed nothing, and the exact-clocks check could not fail.
+//
+// The first leader writes once before the transfer: its clock becomes
+// the cluster's only through an entry it stamped (cluster/clock.go, an
+// unconfirmed start), and without one the next leader starts cluster time
+// from its own clock, so that a transfer from the skewed node to a true
+// one showed no offset at all (clock-behind, exact clocks "Ok").
+func skewLeadership(cl Cluster, offsets map[string]time.Duration, rec *recorder) error {
+	var leader string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if leader = cl.Leader(30 * time.Second); leader == "" {
+			return errors.New("skew leadership: no leader")
+		}
+		// A new leader refuses writes (-TRYAGAIN) until its term's barrier
+		// applied; leadership may also move meanwhile: ask again.
+		if err = adminCommand(cl.Addr(leader), "SET", "jepsen:clock-start", leader); err == nil {
+			if cl.Leader(30*time.Second) == leader {
+				break
+			}
+			err = errors.New("leadership moved during the write")
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("skew leadership: the first leader's write: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond) // a client's back-off between tries
+	}
+	rec.nemesis("clock-start", "a write stamped by "+leader)
+	for _, id := range cl.Nodes() {
+		if offsets[id] == offsets[leader] {
+			continue
+		}
+		rec.nemesis("transfer", fmt.Sprintf("%s -> %s (clock %v -> %v)", leader, id, offsets[leader], offsets[id]))
+		if err := adminCommand(cl.Addr(leader), "RAFT.TRANSFER", id); err != nil {
+			return fmt.Errorf("skew leadership: %w", err)
+		}
+		return nil
+	}
+	return errors.New("skew leadership: every node has the leader's clock offset")
+}
+
 // runScenario starts a cluster, runs the workloads sc configures (any of
 // per-key sets, Jepsen set, queue, TTL keys) with the nemesis for
 // sc.Duration, heals, makes the final reads and the checks, writes the
@@ -252,6 +309,11 @@ func runScenario(t *testing.T, sc scenario) result {
 	}
 	if err := waitReady(cl, 30*time.Second); err != nil {
 		t.Fatal(err)
+	}
+	if len(offsets) > 0 {
+		if err := skewLeadership(cl, sc.ClockOffsets, rec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
@@ -291,7 +353,12 @@ func runScenario(t *testing.T, sc scenario) result {
 		})
 	}
 	wg.Go(func() {
-		nm := &nemesis{cl: cl, rec: rec, logf: t.Logf}
+		nm := &nemesis{cl: cl, rec: rec, logf: t.Logf, shards: sc.Shards}
+		if sc.Shards > 1 {
+			for _, k := range sc.Set.Keys {
+				nm.setSlots = append(nm.setSlots, keySlot(k))
+			}
+		}
 		res.Nemesis = nm.run(ctx, sc.Schedule)
 		res.FaultsInjected = res.Nemesis.Injected
 	})
@@ -314,12 +381,17 @@ func runScenario(t *testing.T, sc scenario) result {
 	}
 	// The final reads go into the history too, so that recheck can check
 	// a saved run on its own.
-	var setFinals, queueFinals [][]int64
+	var queueFinals [][]int64
+	setFinals := map[string][][]int64{}
 	if sc.Set.Workers > 0 {
-		if setFinals, err = finalReads(cl, sc.Set.Key, sc.Recovery); err != nil {
-			fail("final read: %v", err)
+		for _, key := range sc.Set.keys() {
+			finals, err := finalReads(cl, key, sc.Recovery)
+			if err != nil {
+				fail("final read of %s: %v", key, err)
+			}
+			setFinals[key] = finals
+			rec.finalReads(key, cl.Nodes(), finals)
 		}
-		rec.finalReads(sc.Set.Key, cl.Nodes(), setFinals)
 	}
 	if sc.Queue.Producers > 0 {
 		if queueFinals, err = finalReads(cl, sc.Queue.Key, sc.Recovery); err != nil {
@@ -358,9 +430,22 @@ func runScenario(t *testing.T, sc scenario) result {
 	}
 
 	ops := rec.operations()
+	if sc.Shards > 1 {
+		res.LinKeysPerShard = map[int]int{}
+		seen := map[string]bool{}
+		for _, o := range check.ByKeyPrefix(ops, "lin:") {
+			if !seen[o.Key] {
+				seen[o.Key] = true
+				res.LinKeysPerShard[shardOf(o.Key, sc.Shards)]++
+			}
+		}
+	}
 	for _, o := range ops {
 		if o.Proc == check.FinalProc {
 			continue
+		}
+		if o.Moved != "" {
+			res.Redirected++
 		}
 		res.Operations++
 		switch o.Outcome {
@@ -389,11 +474,11 @@ func runScenario(t *testing.T, sc scenario) result {
 		verdicts = verdicts && lr.Result == string(porcupine.Ok)
 	}
 	if sc.Set.Workers > 0 && restored != nil {
-		sr := check.SetRestored(adds, setFinals, restored, sc.Set.Key)
+		sr := check.SetRestored(adds, setFinals[sc.Set.Key], restored, sc.Set.Key)
 		res.Set, res.SetRestored = &sr.SetResult, &sr
 		verdicts = verdicts && sr.OK()
 	} else if sc.Set.Workers > 0 {
-		sr := check.Set(adds, setFinals)
+		sr := checkSets(adds, setFinals, sc.Set.keys())
 		res.Set = &sr
 		verdicts = verdicts && sr.OK()
 	}
@@ -439,6 +524,39 @@ func runScenario(t *testing.T, sc scenario) result {
 	return res
 }
 
+// checkSets runs the set checker on each key's adds and final reads and
+// adds the verdicts up: a lost, unexpected or dishonestly failed element
+// of any set is one of the whole workload, and an element found in
+// another set than its own is unexpected there.
+func checkSets(adds []op, finals map[string][][]int64, keys []string) check.SetResult {
+	byKey := map[string][]op{}
+	for _, o := range adds {
+		byKey[o.Key] = append(byKey[o.Key], o)
+	}
+	var all check.SetResult
+	for _, key := range keys {
+		r := check.Set(byKey[key], finals[key])
+		all.Attempted += r.Attempted
+		all.Acknowledged += r.Acknowledged
+		all.Indeterminate += r.Indeterminate
+		all.Failed += r.Failed
+		all.FinalSize += r.FinalSize
+		all.Lost = append(all.Lost, r.Lost...)
+		all.Unexpected = append(all.Unexpected, r.Unexpected...)
+		all.Recovered += r.Recovered
+		all.FailedPresent = append(all.FailedPresent, r.FailedPresent...)
+		all.BadReplies += r.BadReplies
+		all.FinalDiffer = all.FinalDiffer || r.FinalDiffer
+		for i, n := range r.FinalReads {
+			if i == len(all.FinalReads) {
+				all.FinalReads = append(all.FinalReads, 0)
+			}
+			all.FinalReads[i] += n
+		}
+	}
+	return all
+}
+
 // summary is the one line a run logs: the counts, then each verdict it has.
 func summary(res result) string {
 	parts := []string{fmt.Sprintf("%s seed %d: %d ops (%d ok, %d fail, %d info), %d faults, %d snapshot installs",
@@ -470,6 +588,11 @@ func summary(res result) string {
 	}
 	if l := res.Leaders; l != nil {
 		parts = append(parts, fmt.Sprintf("%d terms with a leader, %d conflicts", l.Terms, len(l.Conflicts)))
+	}
+	if res.LinKeysPerShard != nil {
+		parts = append(parts, fmt.Sprintf("%d ops redirected, per-key workload's keys by shard %v", res.Redirected, res.LinKeysPerShard),
+			fmt.Sprintf("%d slot moves, %d of a set's slot while written, %d aborted before their flip, %d failed, %d left half done and finished by the next",
+				res.Nemesis.Moves, res.Nemesis.SetSlotMoves, res.Nemesis.MovesAborted, len(res.Nemesis.MoveErrors), len(res.Nemesis.MovesFinished)))
 	}
 	parts = append(parts, fmt.Sprintf("digest converged in %s; valid=%v", res.ConvergedIn, res.Valid))
 	return strings.Join(parts, "; ")

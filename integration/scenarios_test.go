@@ -3,8 +3,11 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,6 +34,68 @@ type matrixEntry struct {
 	CAS bool
 	// Restore: a backup is taken and restored into the running cluster.
 	Restore restorePlan
+	// Shards: a sharded cluster of that many shards (shardArgs), every
+	// node holding a replica of each; the per-key workload gets more
+	// groups and shorter-lived keys, so its keys spread over the shards.
+	Shards int
+}
+
+// shardArgs: cluster mode and a static shard-map splitting the 16384 slots
+// evenly into n shards, each on every one of nodes (n1..nN).
+func shardArgs(n, nodes int) []string {
+	var members []string
+	for i := 1; i <= nodes; i++ {
+		members = append(members, fmt.Sprintf("n%d", i))
+	}
+	var m []string
+	for s := range n {
+		m = append(m, fmt.Sprintf("%d:%d-%d:%s", s, s*16384/n, (s+1)*16384/n-1, strings.Join(members, ",")))
+	}
+	return []string{"--cluster-enabled", "yes", "--shard-map", strings.Join(m, " ")}
+}
+
+// keySlot is Redis Cluster's slot of key: CRC16/XMODEM modulo 16384
+// (keys without a hash tag: the harness uses none).
+func keySlot(key string) int {
+	var crc uint16
+	for _, b := range []byte(key) {
+		crc ^= uint16(b) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc % 16384)
+}
+
+// shardOf is the shard of shardArgs(n, ...) owning key's slot.
+func shardOf(key string, n int) int {
+	slot := keySlot(key)
+	s := n - 1
+	for slot < s*16384/n {
+		s--
+	}
+	return s
+}
+
+// shardedSetKeys are the Jepsen set workload's keys in a sharded row: the
+// first perShard keys set:0, set:1, ... that shardArgs(n, ...) puts in
+// each shard, so that every shard holds sets and every move of a set's
+// slot moves one that is being written.
+func shardedSetKeys(n, perShard int) []string {
+	var keys []string
+	count := make([]int, n)
+	for i := 0; len(keys) < n*perShard; i++ {
+		k := "set:" + strconv.Itoa(i)
+		if s := shardOf(k, n); count[s] < perShard {
+			count[s]++
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // snapshotArgs make every node snapshot and compact often, so that a node
@@ -73,6 +138,18 @@ var matrix = []matrixEntry{
 	// must run as one step of the state machine on every replica.
 	{Name: "cas-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 39, CAS: true, CI: true,
 		Faults: []string{"kill-random", "kill-leader", "pause-leader", "partition-majority", "partition-leader"}},
+	// Three shards on three processes (shard-map), every process holding a
+	// replica of each: the per-key workload's keys spread over the shards,
+	// workers follow -MOVED (one redirect per op) to whichever process
+	// leads a key's shard, and kill -9 / SIGSTOP take out a replica of
+	// every shard at once; slot moves (RAFT.SHARD MOVESLOTS of up to 32
+	// slots to a random shard) run between them, so keys change shards
+	// while they are written.
+	{Name: "sharded-kill-pause-3", Backend: "procs", Nodes: 3, Duration: time.Minute, Seed: 41, Shards: 3, CI: true,
+		Faults: append(slices.Clone(faultsKillPause), faultMoveSlots, faultMoveSlots)},
+	// The same over network namespaces, with partitions next to the moves.
+	{Name: "sharded-partition-moves-3", Backend: "netns", Nodes: 3, Duration: time.Minute, Seed: 42, Shards: 3,
+		Faults: []string{"partition-majority", "partition-leader", "partition-oneway", "kill-random", faultMoveSlots, faultMoveSlots}},
 	// A backup (raftset backup) restored (RAFT.RESTORE) into the running
 	// cluster while every workload and the nemesis go on, and again while a
 	// node is down or paused.
@@ -110,6 +187,19 @@ func (m matrixEntry) scenario(t *testing.T) scenario {
 			MaxOps: 100000, Pinned: m.Nodes}
 	}
 	sc.Restore = m.Restore
+	if m.Shards > 1 {
+		sc.Shards = m.Shards
+		sc.ServerArgs = append(slices.Clone(sc.ServerArgs), shardArgs(m.Shards, m.Nodes)...)
+		// Each process's move driver stops once before a flip, so that
+		// every run aborts a move (RAFT.SHARD ABORT) under the workloads.
+		sc.ServerArgs = append(sc.ServerArgs, "--enable-debug-flags", "yes", "--debug-move-fault", "flip")
+		// Three groups of three, a fresh key every 30 ops: about a hundred
+		// keys in a 40 s run, spread over the shards.
+		sc.Lin.Workers, sc.Lin.GroupSize, sc.Lin.OpsPerKey = 9, 3, 30
+		// Two sets per shard, written all run long: the move-slots
+		// fault moves their slots while they are written.
+		sc.Set.Keys = shardedSetKeys(m.Shards, 2)
+	}
 	return sc
 }
 
@@ -132,7 +222,50 @@ func TestJepsen(t *testing.T) {
 			if m.Restore.on() {
 				assertRestoreTraffic(t, res)
 			}
+			if m.Shards > 1 {
+				assertShardedTraffic(t, res, m.Shards)
+			}
 		})
+	}
+}
+
+// assertShardedTraffic: the per-key workload reached every shard with
+// several keys, and workers followed redirects (a worker stays on its own
+// node, so keys of shards another process leads are redirected).
+func assertShardedTraffic(t *testing.T, res result, shards int) {
+	t.Helper()
+	for s := range shards {
+		if res.LinKeysPerShard[s] < 5 {
+			t.Errorf("shard %d had %d of the per-key workload's keys (by shard: %v)", s, res.LinKeysPerShard[s], res.LinKeysPerShard)
+		}
+	}
+	if res.Redirected < 100 {
+		t.Errorf("only %d ops followed a -MOVED", res.Redirected)
+	}
+	// The set workload's claim (sets moved while written lose nothing)
+	// is only tested by a run that moved one.
+	if res.Nemesis.SetSlotMoves == 0 {
+		t.Errorf("no slot move touched a set's slot (%d moves, errors %v)", res.Nemesis.Moves, res.Nemesis.MoveErrors)
+	}
+}
+
+// TestShardOf: the harness's key → shard agrees with Redis Cluster's
+// slots (CLUSTER KEYSLOT of redis-server: foo 12182, bar 5061, user:1
+// 10778) and with shardArgs' ranges.
+func TestShardOf(t *testing.T) {
+	for _, c := range []struct {
+		key    string
+		shards int
+		want   int
+	}{{"foo", 3, 2}, {"bar", 3, 0}, {"user:1", 3, 1}, {"user:1", 2, 1}, {"bar", 2, 0},
+		// Slots 5460, 5461, 10921, 10922: either side of shardArgs' boundaries.
+		{"k100009", 3, 0}, {"k13535", 3, 1}, {"k19076", 3, 1}, {"k12284", 3, 2}} {
+		if got := shardOf(c.key, c.shards); got != c.want {
+			t.Errorf("shardOf(%q, %d) = %d, want %d", c.key, c.shards, got, c.want)
+		}
+	}
+	if got := strings.Join(shardArgs(3, 3), " "); got != "--cluster-enabled yes --shard-map 0:0-5460:n1,n2,n3 1:5461-10921:n1,n2,n3 2:10922-16383:n1,n2,n3" {
+		t.Errorf("shardArgs(3, 3) = %s", got)
 	}
 }
 

@@ -5,9 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	"raftset/integration/check"
@@ -60,36 +58,10 @@ func parseCAS(o *op, r reply) error {
 }
 
 func (cw casWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, seed uint64, timeout time.Duration) {
-	var wg sync.WaitGroup
-	for i := range cw.Workers {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			w := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: i, timeout: timeout,
-				rnd: rand.New(rand.NewPCG(seed, uint64(3000+i))), pin: i < cw.Pinned}
-			defer func() {
-				if w.c != nil {
-					w.c.Close()
-				}
-			}()
-			group := i / cw.GroupSize
-			readNext := false
-			for n, tries := 0, 0; n < cw.MaxOps && tries < 10*cw.MaxOps && ctx.Err() == nil; tries++ {
-				if !w.connect(ctx) {
-					continue
-				}
-				o := cw.step(w, fmt.Sprintf("cas:%d:%d", group, n/cw.OpsPerKey), readNext)
-				readNext = o.Outcome == outInfo
-				n++
-				if w.pin && o.Outcome == outFail {
-					// Pacing, as for the pinned set workers.
-					select {
-					case <-ctx.Done():
-					case <-time.After(20 * time.Millisecond):
-					}
-				}
-			}
-		}(i)
-	}
-	wg.Wait()
+	readNext := make([]bool, cw.Workers)
+	workerPool{rec, cl, ids, timeout}.run(ctx, cw.Workers, cw.MaxOps, seed, 3000, 0, cw.Pinned, func(w *worker, i, k int) (op, bool) {
+		o := cw.step(w, fmt.Sprintf("cas:%d:%d", i/cw.GroupSize, k/cw.OpsPerKey), readNext[i])
+		readNext[i] = o.Outcome == outInfo
+		return o, true
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -41,37 +40,15 @@ func parseSpop(o *op, r reply) error {
 // that find the queue empty pace themselves (an empty SPOP is cheap, and a
 // tight loop of them would starve the producers on two cores).
 func (qw queueWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, timeout time.Duration) {
-	var wg sync.WaitGroup
 	var next atomic.Int64
-	for i := range qw.Producers + qw.Consumers {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			w := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: i, timeout: timeout}
-			defer func() {
-				if w.c != nil {
-					w.c.Close()
-				}
-			}()
-			producer := i < qw.Producers
-			for n, tries := 0, 0; n < qw.MaxOps && tries < 10*qw.MaxOps && ctx.Err() == nil; tries++ {
-				if !w.connect(ctx) {
-					continue
-				}
-				n++
-				if producer {
-					w.do("sadd", qw.Key, next.Add(1))
-					continue
-				}
-				o := w.exec(op{F: "spop", Key: qw.Key}, []string{"SPOP", qw.Key}, parseSpop)
-				if o.Outcome == outOK && o.Nil {
-					select {
-					case <-ctx.Done():
-					case <-time.After(5 * time.Millisecond):
-					}
-				}
-			}
-		}(i)
-	}
-	wg.Wait()
+	workerPool{rec, cl, ids, timeout}.run(ctx, qw.Producers+qw.Consumers, qw.MaxOps, 0, 0, 0, 0, func(w *worker, i, _ int) (op, bool) {
+		if i < qw.Producers {
+			return w.do("sadd", qw.Key, next.Add(1)), true
+		}
+		o := w.exec(op{F: "spop", Key: qw.Key}, []string{"SPOP", qw.Key}, parseSpop)
+		if o.Outcome == outOK && o.Nil {
+			sleepCtx(ctx, 5*time.Millisecond)
+		}
+		return o, true
+	})
 }

@@ -156,11 +156,13 @@ func (rs *restorer) restoreUntilOK(ctx context.Context, data []byte, st *restore
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
+// sleepCtx waits d or until ctx ends, and returns ctx's error.
+func sleepCtx(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+	return ctx.Err()
 }
 
 // backup runs `raftset backup` against node, reads the file back with
@@ -252,19 +254,7 @@ func (rs *restorer) restore(leader string, data []byte) op {
 	o.Call = rs.rec.invokeOp(o)
 	r, err := c.Do("RAFT.RESTORE", string(data))
 	o.Ret = rs.rec.now()
-	o.Outcome = classify(r, err)
-	switch {
-	case err != nil:
-		o.Err = err.Error()
-	case r.IsError():
-		o.Err = r.Str
-	default:
-		if n, perr := intOf(r); perr != nil {
-			o.Outcome, o.Err = outInfo, perr.Error()
-		} else {
-			o.N = n
-		}
-	}
+	settle(&o, r, err, parseInt)
 	rs.rec.complete(o)
 	return o
 }

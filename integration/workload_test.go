@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -53,10 +54,7 @@ func (w *worker) connect(ctx context.Context) bool {
 		if !w.pin {
 			w.node++
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
+		sleepCtx(ctx, 50*time.Millisecond)
 		return false
 	}
 	w.c = c
@@ -95,16 +93,57 @@ func parseSetReply(o *op, r reply) error {
 	return nil
 }
 
-// exec runs one recorded operation: o (its arguments set) as args on the
-// worker's connection; parse fills o's result from a reply that is not an
-// error (a parse error makes the outcome indeterminate). After a non-ok
-// outcome the worker reconnects, to the next node unless pinned, and
-// after an indeterminate one it takes a new process id.
-func (w *worker) exec(o op, args []string, parse func(*op, reply) error) op {
-	o.Proc, o.Node = w.proc, w.nodeID()
-	o.Call = w.rec.invokeOp(o)
-	r, err := w.c.Do(args...)
-	o.Ret = w.rec.now()
+// workerPool is what every workload's clients share: the recorder, the
+// cluster, the process ids and the per-operation timeout.
+type workerPool struct {
+	rec     *recorder
+	cl      Cluster
+	ids     *procIDs
+	timeout time.Duration
+}
+
+// run starts n workers (worker i first dials node start+i, seeded with
+// seed and stream+i, pinned when i < pinned) and drives each until it
+// has done maxOps operations, tried 10×maxOps times, or ctx ends. step
+// runs operation number k of worker i on its connected worker and
+// reports whether it ran one (false: ctx ended while it waited). A pinned
+// worker whose operation failed waits 20 ms before the next: on a node
+// without a leader it would otherwise spin on -TRYAGAIN.
+func (p workerPool) run(ctx context.Context, n, maxOps int, seed, stream uint64, start, pinned int, step func(w *worker, i, k int) (op, bool)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &worker{rec: p.rec, cl: p.cl, ids: p.ids, proc: p.ids.next(), node: start + i, timeout: p.timeout,
+				rnd: rand.New(rand.NewPCG(seed, stream+uint64(i))), pin: i < pinned}
+			defer func() {
+				if w.c != nil {
+					w.c.Close()
+				}
+			}()
+			for k, tries := 0, 0; k < maxOps && tries < 10*maxOps && ctx.Err() == nil; tries++ {
+				if !w.connect(ctx) {
+					continue
+				}
+				o, ran := step(w, i, k)
+				if !ran {
+					return
+				}
+				k++
+				if w.pin && o.Outcome == outFail {
+					sleepCtx(ctx, 20*time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// settle sets o's outcome from the reply r (or the error err) to it;
+// parse fills o's result from a reply that is not an error, and a parse
+// error makes the outcome indeterminate.
+func settle(o *op, r reply, err error, parse func(*op, reply) error) {
 	o.Outcome = classify(r, err)
 	switch {
 	case err != nil:
@@ -112,9 +151,33 @@ func (w *worker) exec(o op, args []string, parse func(*op, reply) error) op {
 	case r.IsError():
 		o.Err = r.Str
 	default:
-		if perr := parse(&o, r); perr != nil {
+		if perr := parse(o, r); perr != nil {
 			o.Outcome, o.Err = outInfo, perr.Error()
 		}
+	}
+}
+
+// exec runs one recorded operation: o (its arguments set) as args on the
+// worker's connection; parse fills o's result from a reply that is not an
+// error (a parse error makes the outcome indeterminate). A -MOVED reply
+// (sharded clusters) is followed once, as a cluster client would: the op's
+// outcome is the named node's reply, and o.Moved records the redirect; a
+// second -MOVED is a failure (not applied), a redirect that could not be
+// sent too. The worker stays on its own node for the next op. After a non-ok
+// outcome the worker reconnects, to the next node unless pinned, and
+// after an indeterminate one it takes a new process id.
+func (w *worker) exec(o op, args []string, parse func(*op, reply) error) op {
+	o.Proc, o.Node = w.proc, w.nodeID()
+	o.Call = w.rec.invokeOp(o)
+	r, err := w.c.Do(args...)
+	if to := movedTo(r); err == nil && to != "" {
+		o.Moved = r.Str
+		r, err = redirect(to, w.timeout, args)
+	}
+	o.Ret = w.rec.now()
+	settle(&o, r, err, parse)
+	if errors.Is(err, errNotSent) {
+		o.Outcome = outFail
 	}
 	w.rec.complete(o)
 	if o.Outcome != outOK {
@@ -150,91 +213,63 @@ type linWorkload struct {
 }
 
 func (lw linWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, seed uint64, timeout time.Duration) {
-	var wg sync.WaitGroup
-	for i := range lw.Workers {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			w := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: i, timeout: timeout,
-				rnd: rand.New(rand.NewPCG(seed, uint64(1000+i))), pin: i < lw.Pinned}
-			defer func() {
-				if w.c != nil {
-					w.c.Close()
-				}
-			}()
-			group := i / lw.GroupSize
-			lastInfo := false
-			for n, tries := 0, 0; n < lw.MaxOps && tries < 10*lw.MaxOps && ctx.Err() == nil; tries++ {
-				if !w.connect(ctx) {
-					continue
-				}
-				key := fmt.Sprintf("lin:%d:%d", group, n/lw.OpsPerKey)
-				elem := w.rnd.Int64N(lw.Elems)
-				var f string
-				switch p := w.rnd.IntN(100); {
-				case lastInfo || p < 25:
-					f = "smembers" // after an indeterminate write, read
-				case p < 50:
-					f = "sismember"
-				case p < 80:
-					f = "sadd"
-				default:
-					f = "srem"
-				}
-				o := w.do(f, key, elem)
-				lastInfo = o.Outcome == outInfo
-				n++
-				if w.pin && o.Outcome == outFail {
-					// Pacing: a pinned worker on a node without a
-					// leader would otherwise spin on -TRYAGAIN.
-					select {
-					case <-ctx.Done():
-					case <-time.After(20 * time.Millisecond):
-					}
-				}
-			}
-		}(i)
-	}
-	wg.Wait()
+	lastInfo := make([]bool, lw.Workers)
+	workerPool{rec, cl, ids, timeout}.run(ctx, lw.Workers, lw.MaxOps, seed, 1000, 0, lw.Pinned, func(w *worker, i, k int) (op, bool) {
+		key := fmt.Sprintf("lin:%d:%d", i/lw.GroupSize, k/lw.OpsPerKey)
+		elem := w.rnd.Int64N(lw.Elems)
+		var f string
+		switch p := w.rnd.IntN(100); {
+		case lastInfo[i] || p < 25:
+			f = "smembers" // after an indeterminate write, read
+		case p < 50:
+			f = "sismember"
+		case p < 80:
+			f = "sadd"
+		default:
+			f = "srem"
+		}
+		o := w.do(f, key, elem)
+		lastInfo[i] = o.Outcome == outInfo
+		return o, true
+	})
 }
 
-// setWorkload: Jepsen's set workload (b): unique SADDs to one key.
+// setWorkload: Jepsen's set workload (b): unique SADDs to one key, or
+// spread over Keys (sharded rows: sets in every shard, moved while they
+// are written). Elements are unique across keys, so an element that
+// turns up in another set than the one it was added to is unexpected
+// there.
 type setWorkload struct {
 	Workers int
 	Key     string
-	MaxOps  int // per worker
+	// Keys, when set, replace Key: add number n goes to Keys[n%len(Keys)].
+	Keys   []string `json:",omitempty"`
+	MaxOps int      // per worker
+}
+
+// keys are the sets the workload writes.
+func (sw setWorkload) keys() []string {
+	if len(sw.Keys) > 0 {
+		return sw.Keys
+	}
+	return []string{sw.Key}
 }
 
 func (sw setWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, timeout time.Duration) []op {
 	var (
-		wg   sync.WaitGroup
 		mu   sync.Mutex
 		adds []op
 		next atomic.Int64
 	)
-	for i := range sw.Workers {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			w := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: i + 1, timeout: timeout}
-			defer func() {
-				if w.c != nil {
-					w.c.Close()
-				}
-			}()
-			for n, tries := 0, 0; n < sw.MaxOps && tries < 10*sw.MaxOps && ctx.Err() == nil; tries++ {
-				if !w.connect(ctx) {
-					continue
-				}
-				o := w.do("sadd", sw.Key, next.Add(1))
-				mu.Lock()
-				adds = append(adds, o)
-				mu.Unlock()
-				n++
-			}
-		}(i)
-	}
-	wg.Wait()
+	keys := sw.keys()
+	workerPool{rec, cl, ids, timeout}.run(ctx, sw.Workers, sw.MaxOps, 0, 0, 1, 0, func(w *worker, _, _ int) (op, bool) {
+		e := next.Add(1)
+		o := w.do("sadd", keys[e%int64(len(keys))], e)
+		mu.Lock()
+		adds = append(adds, o)
+		mu.Unlock()
+		return o, true
+	})
 	return adds
 }
 
@@ -248,14 +283,7 @@ func finalReads(cl Cluster, key string, within time.Duration) ([][]int64, error)
 		var lastErr error
 		ok := false
 		for i := 0; i < 100 && !ok && time.Now().Before(deadline); i++ {
-			c, err := dialConn(cl.Addr(id), 3*time.Second)
-			if err != nil {
-				lastErr = err
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			r, err := c.Do("SMEMBERS", key)
-			c.Close()
+			r, err := doFollow(cl.Addr(id), 3*time.Second, "SMEMBERS", key)
 			if err != nil || r.Kind != '*' {
 				lastErr = fmt.Errorf("%v %q", err, r.Str)
 				time.Sleep(200 * time.Millisecond)

@@ -5,9 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -87,36 +85,14 @@ func (tw ttlWorkload) step(w *worker, key, value string, readNext bool) op {
 }
 
 func (tw ttlWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, seed uint64, timeout time.Duration) {
-	var wg sync.WaitGroup
-	for i := range tw.Workers {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			w := &worker{rec: rec, cl: cl, ids: ids, proc: ids.next(), node: i, timeout: timeout,
-				rnd: rand.New(rand.NewPCG(seed, uint64(2000+i)))}
-			defer func() {
-				if w.c != nil {
-					w.c.Close()
-				}
-			}()
-			group := i / tw.GroupSize
-			readNext := false
-			for n, tries := 0, 0; n < tw.MaxOps && tries < 10*tw.MaxOps && ctx.Err() == nil; tries++ {
-				think := time.Duration(w.rnd.Int64N(2*int64(tw.Think) + 1))
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(think):
-				}
-				if !w.connect(ctx) {
-					continue
-				}
-				key := fmt.Sprintf("ttl:%d:%d", group, n/tw.OpsPerKey)
-				o := tw.step(w, key, fmt.Sprintf("w%d-%d", i, n), readNext)
-				readNext = o.Outcome == outInfo && (o.F == "set" || o.F == "expire")
-				n++
-			}
-		}(i)
-	}
-	wg.Wait()
+	readNext := make([]bool, tw.Workers)
+	workerPool{rec, cl, ids, timeout}.run(ctx, tw.Workers, tw.MaxOps, seed, 2000, 0, 0, func(w *worker, i, k int) (op, bool) {
+		if sleepCtx(ctx, time.Duration(w.rnd.Int64N(2*int64(tw.Think)+1))) != nil {
+			return op{}, false
+		}
+		key := fmt.Sprintf("ttl:%d:%d", i/tw.GroupSize, k/tw.OpsPerKey)
+		o := tw.step(w, key, fmt.Sprintf("w%d-%d", i, k), readNext[i])
+		readNext[i] = o.Outcome == outInfo && (o.F == "set" || o.F == "expire")
+		return o, true
+	})
 }

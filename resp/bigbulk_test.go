@@ -174,9 +174,12 @@ func TestQueryBufferLimit(t *testing.T) {
 	const n = 100
 	c.send(fmt.Sprintf("*%d\r\n$4\r\nSADD\r\n$1\r\nk\r\n", n+2))
 	member := strings.Repeat("m", 20000)
+	// The writer keeps its own connection: c is reassigned below while it
+	// may still be writing.
+	w := c.c
 	go func() {
 		for i := range n {
-			if _, err := fmt.Fprintf(c.c, "$%d\r\n%s%05d\r\n", len(member)+5, member, i); err != nil {
+			if _, err := fmt.Fprintf(w, "$%d\r\n%s%05d\r\n", len(member)+5, member, i); err != nil {
 				return // closed by the server, as expected
 			}
 		}

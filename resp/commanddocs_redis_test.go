@@ -12,7 +12,7 @@ import (
 
 // raftsetOnly are the commands Redis 7.0 (not in sentinel mode) does not
 // have: COMMAND DOCS on Redis answers nothing for them.
-var raftsetOnly = []string{"client|setinfo", "client|no-touch", "raft.info", "raft.join", "raft.remove", "raft.restore", "raft.snapshot",
+var raftsetOnly = []string{"client|setinfo", "client|no-touch", "raft.info", "raft.join", "raft.remove", "raft.restore", "raft.shard", "raft.snapshot",
 	"raft.transfer", "sentinel"}
 
 // docsFieldsThatDiffer are the COMMAND DOCS fields left out of the

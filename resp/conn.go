@@ -140,7 +140,7 @@ func newClient(s *Server, rc redcon.Conn, fc *frameConn) *client {
 	return c
 }
 
-// serveRESP is redcon's handler. redcon calls it for the first command of
+// serveRESP is the connection loop's handler (loop.go). The loop calls it for the first command of
 // what it read; the rest of the pipeline is taken here so that it is served
 // as one batch.
 func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
@@ -150,7 +150,7 @@ func (s *Server) serveRESP(rc redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	rest := rc.ReadPipeline()
-	c.obuf = 0 // redcon wrote the last batch's replies before reading this one
+	c.obuf = 0 // the loop wrote the last batch's replies before reading this one
 	in := batchBytes(cmd.Args)
 	for i := range rest {
 		in += batchBytes(rest[i].Args)

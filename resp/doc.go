@@ -1,12 +1,13 @@
 // Package resp is raftset's client front end: a Redis-protocol (RESP2) server
-// on tidwall/redcon that parses, authenticates and checks each command
+// with its own connection loop (loop.go: redcon's protocol, Conn and Writer,
+// one copy per pipelined batch) that parses, authenticates and checks each command
 // against the command table, answers connection commands itself, and hands
 // data commands to a Store (the Raft node) in batches.
 //
 // # Path of a command
 //
 // A connection's goroutine reads every command already buffered on the socket
-// (redcon's ReadPipeline) and walks them in order. Consecutive write commands
+// (ReadPipeline) and walks them in order. Consecutive write commands
 // become one Store.WriteIndexed call (group commit: the store merges the
 // batches of all connections into one log entry). Consecutive reads become
 // one Store.ReadBatch call (one consistency barrier for the run). A read never starts before the connection's
@@ -16,11 +17,12 @@
 //
 // # Framing limits
 //
-// redcon buffers whatever a client announces: a bulk length of 2^31 or a
+// A RESP reader (redcon's, and the loop's, which parses as it does) buffers
+// whatever a client announces: a bulk length of 2^31 or a
 // multibulk count of 10^9 makes it grow its buffer without bound (and a bulk
 // length near 2^63 overflows its index arithmetic). Every accepted connection
 // is therefore wrapped in a streaming RESP framing checker (framing.go) that
-// sees the bytes before redcon does and refuses, as Redis does, bulk lengths
+// sees the bytes before the reader does and refuses, as Redis does, bulk lengths
 // above proto-max-bulk-len, multibulk counts above 1024*1024, inline lines
 // above 64 KiB and, before authentication, counts above 10 and bulk lengths
 // above 16 KiB. The refusal is written straight to the socket and the

@@ -319,12 +319,12 @@ func (l *frameListener) Accept() (net.Conn, error) {
 	return newFrameConn(c, l.s), nil
 }
 
-// frameConn is the connection redcon reads from: every byte passes the
-// framer before redcon sees it.
+// frameConn is the connection the loop reads from (loop.go): every byte
+// passes the framer before the loop's reader sees it.
 type frameConn struct {
 	net.Conn
 	s   *Server
-	cl  *client // set when redcon accepts the connection
+	cl  *client // set when the loop accepts the connection
 	f   framer
 	buf []byte // bytes read but not yet handed on: buf[:scanned] passed the framer
 	// scanned is how much of buf passed the framer.
@@ -366,7 +366,7 @@ func (fc *frameConn) limits() frameLimits {
 // Read hands on the bytes that frame correctly. Only the connection's own
 // goroutine calls it, between commands, so the limits always reflect the
 // commands that were run before: bytes are scanned only once every byte
-// handed on before them was taken, and redcon runs the complete commands it
+// handed on before them was taken, and the loop runs the complete commands it
 // holds before it reads again. The socket is read straight into p; only
 // bytes that cannot be handed on yet are copied aside (buf).
 func (fc *frameConn) Read(p []byte) (int, error) {
@@ -469,9 +469,9 @@ func (fc *frameConn) scanBuf() error {
 	return fc.checkQueryBuf(b, 0)
 }
 
-// refuse writes the protocol error straight to the socket (redcon flushed
+// refuse writes the protocol error straight to the socket (the loop flushed
 // every earlier reply before reading again) and fails the read, which makes
-// redcon close the connection.
+// the loop close the connection.
 func (fc *frameConn) refuse() error {
 	msg := fc.perr
 	if msg != "-" {

@@ -47,8 +47,9 @@ func (c *client) cmdInfo(dst []byte, args [][]byte) []byte {
 	}
 	needStore := all || def
 	for name := range want {
-		// The store adds its counters (keyspace hits, evictions) to stats.
-		if !slices.Contains(ownSections, name) || name == "stats" {
+		// The store adds its counters (keyspace hits, evictions) to stats,
+		// and a sharded store its leader balancer's to cluster.
+		if !slices.Contains(ownSections, name) || name == "stats" || name == "cluster" {
 			needStore = true
 		}
 	}

@@ -275,6 +275,11 @@ func TestClientKillClosesConnections(t *testing.T) {
 		t.Fatalf("CLIENT KILL ID = %q", got)
 	}
 	b.expectEOF()
+	// A dial completes before the server accepts: one round trip makes c
+	// a client the server knows.
+	if got := c.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING = %q", got)
+	}
 	caddr := c.c.LocalAddr().String()
 	if got := a.do("CLIENT", "KILL", caddr); got != ok {
 		t.Fatalf("CLIENT KILL addr = %q", got)

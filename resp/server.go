@@ -112,7 +112,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	ln       net.Listener
-	rs       *redcon.Server
+	rs       *loopServer
 	serving  bool
 	closed   bool
 	done     chan struct{} // closed when Serve returns
@@ -246,8 +246,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.serving = true
 	fl := &frameListener{Listener: ln, s: s}
-	rs := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.serveRESP, s.accept, s.closedConn)
-	rs.AcceptError = s.acceptError
+	rs := newLoopServer(s.serveRESP, s.accept, s.closedConn)
+	rs.acceptError = s.acceptError
 	if s.cfg.IdleTimeout > 0 {
 		rs.SetIdleClose(s.cfg.IdleTimeout)
 	}
@@ -257,7 +257,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	go s.tick()
 	s.mu.Unlock()
 
-	err := rs.Serve(fl)
+	err := rs.serve(fl)
 	close(s.done)
 	s.mu.Lock()
 	closed := s.closed
@@ -268,7 +268,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
-// acceptError backs off on accept errors such as EMFILE (redcon retries at
+// acceptError backs off on accept errors such as EMFILE (the loop retries at
 // once, in a loop).
 func (s *Server) acceptError(err error) {
 	s.log.Warn("accept failed", "error", err)
@@ -304,7 +304,7 @@ func (s *Server) Close() error {
 	var err error
 	if ln != nil {
 		err = ln.Close()
-		<-done // redcon's accept loop ended and closed every connection
+		<-done // the accept loop ended and closed every connection
 	}
 	s.conns.Wait() // every connection goroutine returned
 	if tickStop != nil {
@@ -317,7 +317,7 @@ func (s *Server) Close() error {
 	return err
 }
 
-// accept is redcon's accept callback, run on the accepting goroutine.
+// accept is the accept callback (loop.go), run on the accepting goroutine.
 func (s *Server) accept(rc redcon.Conn) bool {
 	s.stats.connections.Add(1)
 	fc, _ := rc.NetConn().(*frameConn)
@@ -345,8 +345,8 @@ func (s *Server) accept(rc redcon.Conn) bool {
 	return true
 }
 
-// closedConn is redcon's closed callback, run when a connection's goroutine
-// ends (with redcon's server lock held).
+// closedConn is the closed callback (loop.go), run when a connection's goroutine
+// ends (with the loop's lock held).
 func (s *Server) closedConn(rc redcon.Conn, err error) {
 	c, _ := rc.Context().(*client)
 	if c == nil {

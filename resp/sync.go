@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"raftset/internal/command"
 )
 
@@ -52,8 +50,8 @@ func (c *client) cmdSync(psync bool) {
 		return
 	}
 	// The replies before SYNC leave first: the file bypasses redcon's buffer.
-	if w := redcon.BaseWriter(c.rc); w != nil {
-		if err := w.Flush(); err != nil {
+	if lc, ok := c.rc.(*loopConn); ok {
+		if err := lc.wr.Flush(); err != nil {
 			c.quit = true
 			_ = c.rc.Close()
 			return

@@ -291,8 +291,8 @@ func (r *Reader) readAux(off int64) error {
 		if n, err := strconv.Atoi(string(v)); err == nil && n > RaftsetFormat && string(v) == strconv.Itoa(n) {
 			return corruptf(off, &NewerFormatError{Format: n, Max: RaftsetFormat}, "AUX %s = %q", AuxRaftsetVer, v)
 		}
-		if string(v) != raftsetFormat {
-			return corruptf(off, nil, "AUX %s = %q: not a raftset format this build reads (%s)", AuxRaftsetVer, v, raftsetFormat)
+		if n, err := strconv.Atoi(string(v)); err != nil || n < 1 || string(v) != strconv.Itoa(n) {
+			return corruptf(off, nil, "AUX %s = %q: not a raftset format this build reads (1 to %d)", AuxRaftsetVer, v, RaftsetFormat)
 		}
 		if r.version < VersionRedis72 {
 			// We mark only version-11 files; a marked file of another

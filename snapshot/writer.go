@@ -21,12 +21,14 @@ const (
 	// including sets that deletions or a limit change left in a larger
 	// encoding than Redis would rebuild on load. Redis ignores the field.
 	AuxRaftsetVer = "raftset-ver"
-	// raftsetFormat is the value we write and the only one we accept; a
-	// higher number is a NewerFormatError, anything else corruption.
-	raftsetFormat = "1"
-	// RaftsetFormat is raftsetFormat as a number: the snapshot format this
-	// build writes and the newest it reads.
-	RaftsetFormat = 1
+	// RaftsetFormat is the newest snapshot format this build reads; a
+	// higher number is a NewerFormatError, anything but 1..RaftsetFormat
+	// corruption. Format 2 is a snapshot with hash slot states (the
+	// state machine's raftset-slots field): a build that reads only format
+	// 1 would ignore the field and serve slots its shard gave away, so it
+	// must refuse the file instead. Files without slot states are written
+	// as format 1 (WriterOptions.Format), readable by every build.
+	RaftsetFormat = 2
 )
 
 // DefaultRedisVer is the redis-ver AUX value written unless the caller picks
@@ -66,6 +68,9 @@ type WriterOptions struct {
 	// aof-base and no raftset-ver, so the file reads back with Redis's load
 	// conversions. For fixtures that must match bytes written elsewhere.
 	BareAux bool
+	// Format is the raftset-ver value, 1..RaftsetFormat; 0 means 1. The
+	// caller picks the lowest format that carries its AUX fields.
+	Format int
 }
 
 // Writer writes an RDB file: NewWriter, then for each non-empty database
@@ -112,7 +117,11 @@ func NewWriter(w io.Writer, opt WriterOptions) (*Writer, error) {
 			{"aof-base", "0"},
 		}
 		if v >= VersionRedis72 {
-			std = append(std, AuxField{AuxRaftsetVer, raftsetFormat})
+			f := max(opt.Format, 1)
+			if f > RaftsetFormat {
+				return nil, fmt.Errorf("snapshot: format %d is newer than this build writes (%d)", f, RaftsetFormat)
+			}
+			std = append(std, AuxField{AuxRaftsetVer, strconv.Itoa(f)})
 		}
 		aux = append(std, opt.Aux...)
 	}

@@ -125,13 +125,18 @@ func importProc(t *testing.T, file string) string {
 // DIGESTs, and it is a consistent, linearizable state: every writer's set
 // is a prefix holding at least what was acknowledged before the backup.
 // Then, with the load stopped, raftset backup from the other follower
-// reports an index and gives a file whose digest is the cluster's.
+// reports an index and gives a file whose digest is the cluster's. Last,
+// the follower is stopped and its own log replayed (raftset digest --dir):
+// its state at exactly the index each backup reports has that backup's
+// digest, and the index is the one the node logged and the file carries.
 func TestBackupRedisCliUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test")
 	}
 	cli := testutil.RequireTool(t, "redis-cli", "redis-tools")
-	nodes := startCluster(t, 3)
+	// No snapshot: every node keeps its whole log, so the state at any
+	// index can be rebuilt from it.
+	nodes := startCluster(t, 3, "--snapshot-threshold", "100000000", "--snapshot-log-size", "0")
 	l := leaderOf(t, nodes, nil)
 	fol := followersOf(nodes, l)
 	load := startSeqLoad(t, []string{nodes[0].addr, nodes[1].addr, nodes[2].addr}, 6)
@@ -188,6 +193,41 @@ func TestBackupRedisCliUnderLoad(t *testing.T) {
 	redis2 := testutil.StartRedis(t, "--dir", dir, "--dbfilename", "quiet.rdb", "--enable-debug-command", "yes")
 	if got := digestOf(t, redis2.Addr); got != clusterDigest {
 		t.Errorf("DEBUG DIGEST of the quiescent backup in redis-server = %q, the cluster's = %q", got, clusterDigest)
+	}
+
+	// The cluster's state at the backup's index, from the serving node's
+	// own log: what the node held when it wrote the file, not after.
+	fol[0].p.stop(t)
+	if want := "index=" + res.index; !strings.Contains(fol[0].p.stderr.String(), "sent an RDB file (SYNC)") ||
+		!strings.Contains(fol[0].p.stderr.String(), want) {
+		t.Errorf("the serving node did not log the backup's index (%s)", want)
+	}
+	stdout.Reset()
+	if code := run([]string{"rdb", "check", file}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "AUX raftset-index = "+res.index+"\n") {
+		t.Errorf("raftset rdb check of the redis-cli file exited %d and printed %q, want its index %s", code, stdout.String(), res.index)
+	}
+	atIndex := func(index string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run([]string{"digest", "--dir", fol[0].dir, "--index", index}, &out, &errOut); code != 0 {
+			t.Fatalf("raftset digest --index %s exited %d: %s", index, code, errOut.String())
+		}
+		t.Logf("raftset digest --index %s: %s", index, strings.TrimSpace(out.String()))
+		return out.String()
+	}
+	hexOf := func(reply string) string { return testutil.ParseReply(reply).Str }
+	if got, want := atIndex(res.index), hexOf(redisDigest)+" index "+res.index+" term "+res.term+" ("; !strings.HasPrefix(got, want) {
+		t.Errorf("the cluster's state at the redis-cli backup's index: %q, want %q... (the backup's digest in redis-server)", got, want)
+	}
+	if hexOf(redisDigest) == hexOf(clusterDigest) {
+		t.Errorf("the redis-cli backup's digest is the final state's: the load did not go on after it, the index check proves nothing")
+	}
+	if got, want := atIndex(res2.index), hexOf(clusterDigest)+" index "+res2.index+" "; !strings.HasPrefix(got, want) {
+		t.Errorf("the cluster's state at raftset backup's index: %q, want %q...", got, want)
+	}
+	stdout.Reset()
+	if code := run([]string{"digest", file}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), hexOf(redisDigest)+" index "+res.index+" ") {
+		t.Errorf("raftset digest %s exited %d: %q, want %s index %s", file, code, stdout.String(), hexOf(redisDigest), res.index)
 	}
 }
 

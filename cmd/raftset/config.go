@@ -32,10 +32,11 @@ type Config struct {
 	RaftLogStore     string // bolt|wal
 	Save, AppendOnly string // accepted for redis.conf compatibility, no effect
 	// Observability (metrics.go).
-	MetricsAddr             string // Prometheus metrics, /livez, /readyz; empty: off
-	MetricsAuth             string // "user:password" (basic) or a bearer token
-	MetricsTLS              string // yes: HTTPS with the client port's certificate when tls-port is set; no
-	SlowlogLogSlowerThan    int    // µs; -1: off
+	MetricsAddr             string        // Prometheus metrics, /livez, /readyz; empty: off
+	MetricsAuth             string        // "user:password" (basic) or a bearer token
+	ShutdownDrain           time.Duration // /readyz fails this long before a stop closes the ports
+	MetricsTLS              string        // yes: HTTPS with the client port's certificate when tls-port is set; no
+	SlowlogLogSlowerThan    int           // µs; -1: off
 	SlowlogMaxLen           int
 	LatencyMonitorThreshold int // ms; 0: off
 	SnapshotThreshold       uint64
@@ -52,6 +53,7 @@ type Config struct {
 	MaxMemoryPolicy         string // maxmemory-policy
 	MaxMemorySamples        int    // maxmemory-samples
 	MaxMemoryTenacity       int    // maxmemory-eviction-tenacity
+	GCPercent               int    // gc-percent: the Go collector's target (GOGC), unless GOGC is set
 	LogLevel                string
 	LogFormat               string
 	Import                  string // --import FILE: start a new node from a Redis dump.rdb
@@ -95,6 +97,10 @@ type Config struct {
 	ClientOutputBufferLimit string // Redis's syntax, every class
 
 	ClusterEnabled string // yes|no: the Redis Cluster protocol (docs/sharding.md)
+	ShardMap       string // static shards: "id:ranges:members ..." (cluster.ParseShardMap); empty: one group
+	// LeaderBalanceInterval is cluster-leader-balance-interval, seconds:
+	// the settle period of the automatic leader balancer; 0: off.
+	LeaderBalanceInterval int
 }
 
 // ParsePeers parses the peers directive: "id=host:port" items separated by
@@ -311,6 +317,19 @@ func sections() []section {
 				"`yes`: when `tls-port` is set, `metrics-addr` serves HTTPS only, with the client port's certificate and "+
 					"`tls-protocols`/`tls-ciphers`, and with `tls-auth-clients yes` `/metrics` needs a client certificate the CA "+
 					"signed (the probes do not); `no`: plain HTTP whatever the TLS settings. See docs/metrics.md."),
+			{name: "shutdown-drain",
+				set: func(c *Config, v string) error {
+					d, err := time.ParseDuration(v)
+					if err != nil || d < 0 {
+						return errors.New("must be a duration such as 0s, 5s or 1m")
+					}
+					c.ShutdownDrain = d
+					return nil
+				},
+				get: func(c *Config) string { return c.ShutdownDrain.String() }, def: "0s",
+				doc: "On SIGTERM or `SHUTDOWN`, `/readyz` answers 503 `shutting down` for this long while the node keeps " +
+					"serving, so that load balancers polling it stop sending clients before the port closes; a second " +
+					"SIGTERM or `SHUTDOWN` ends the wait. `0s`: stop at once."},
 			intDirective("slowlog-log-slower-than", func(c *Config) *int { return &c.SlowlogLogSlowerThan }, -1).is("10000",
 				"Commands taking at least this many microseconds go to the slow log; `-1`: off, `0`: every command. "+
 					"A write's time is until its entry was committed and applied."),
@@ -348,9 +367,38 @@ func sections() []section {
 					"master name they asked this node about and this one (empty: `mymaster` when none was asked)."),
 			oneOf("cluster-enabled", func(c *Config) *string { return &c.ClusterEnabled }, "yes", "no").is("no",
 				"`yes`: speak the Redis Cluster protocol to clients, as Redis's `cluster-enabled` (CLUSTER SLOTS, SHARDS, "+
-					"NODES ...; the cluster is one shard owning every slot, its Raft leader the master): keys of one command "+
+					"NODES ...; without `shard-map` the cluster is one shard owning every slot, its Raft leader the master): keys of one command "+
 					"must share a hash slot (`-CROSSSLOT`) and a follower sends keyed commands to the leader with `-MOVED` "+
 					"(reads on a READONLY connection stay). `no`: a standalone server to clients. See docs/sharding.md."),
+			{name: "shard-map",
+				set: func(c *Config, v string) error {
+					if v != "" {
+						if _, err := cluster.ParseShardMap(v); err != nil {
+							return err
+						}
+					}
+					c.ShardMap = v
+					return nil
+				},
+				get: func(c *Config) string { return c.ShardMap }, def: "",
+				doc: "Several shards (Raft groups) in one cluster, on the same Raft and client ports: the same " +
+					"`id:first-last[+first-last...]:node,node,... ...` on every node (e.g. `0:0-8191:n1,n2,n3 1:8192-16383:n1,n2,n3`; " +
+					"every slot in one shard, members named as in `peers`, which gives their Raft addresses; a member may carry its " +
+					"client address, `n4@10.0.0.4:6379`, which nodes that share no shard with it need to redirect there). This node runs a " +
+					"replica of each shard it is a member of; shard 0's data stays in `dir`, shard N's is in `dir/shards/N`. " +
+					"It is only the first map: the metadata group (the first shard's members, in `dir/meta`) replicates it and every " +
+					"later change (`raftset cluster move-slots`, `rebalance`, `add-shard`, `add-node`), and a different value on a restart is " +
+					"ignored with a warning (`RAFT.SHARD MAP` shows the map in force). A node this value names in no shard (one " +
+					"`raftset cluster add-node` recorded, started with the cluster's `peers` and `shard-map`) starts holding no " +
+					"replica and learns the map from the first shard's members at the client addresses this value gives them. " +
+					"Needs `cluster-enabled yes` and `peers`; `raftset cluster create` prints both for a new cluster. " +
+					"Empty: one group owning every slot. See docs/sharding.md."},
+			intDirective("cluster-leader-balance-interval", func(c *Config) *int { return &c.LeaderBalanceInterval }, 0).is("10",
+				"With `shard-map`: once no shard's leader has changed (and no slot move has been under way) for this many "+
+					"seconds, the metadata leader's process moves one shard's leadership towards an even spread "+
+					"(as `RAFT.SHARD BALANCE-LEADERS` does, one transfer per period), so that a node back from a crash leads "+
+					"its share again. A leadership moved by hand is left alone for at least this long; a failed transfer "+
+					"backs off. `0`: off. CONFIG SET changes it. See docs/sharding.md (Placement)."),
 		}},
 		{"Raft timers", "How fast a failed leader is replaced, against how readily a slow network or disk causes an " +
 			"election. The defaults suit a LAN with local disks; see docs/operations.md (Tune). Raft's bounds apply: " +
@@ -456,7 +504,7 @@ func sections() []section {
 			"must agree on the bound, so CONFIG SET changes them on every node through the log, and a node's directives " +
 			"are only its state until it replays the log or a snapshot. The leader measures the dataset as the state " +
 			"machine accounts it (the same on every replica), evicts through the log, and derives the Go runtime's soft " +
-			"memory limit from `maxmemory` unless `GOMEMLIMIT` is set.", []directive{
+			"memory limit from `maxmemory` unless `GOMEMLIMIT` is set. `gc-percent` alone is this node's own.", []directive{
 			memoryDirective("maxmemory", func(c *Config) *int64 { return &c.MaxMemory }).is("0",
 				"Bound on the dataset (`used_memory_dataset`), such as `64mb`; `0`: none."),
 			oneOf("maxmemory-policy", func(c *Config) *string { return &c.MaxMemoryPolicy },
@@ -487,6 +535,11 @@ func sections() []section {
 				},
 				get: func(c *Config) string { return strconv.Itoa(c.MaxMemoryTenacity) }, def: "10",
 				doc: "How long one eviction pass of the leader may run (10: 25 ms, scaled linearly; 100: until under the bound)."},
+			intDirective("gc-percent", func(c *Config) *int { return &c.GCPercent }, 1).is("50",
+				"The Go collector's target, as `GOGC` (which wins when set): the heap may grow this many percent past "+
+					"what survived the last collection before the next one starts. Lower: a lower memory peak while "+
+					"writes pour in, for more CPU per write (docs/benchmarks.md, issue 14). This node only; CONFIG "+
+					"SET changes it."),
 		}},
 		{"Logging and debugging", "", []directive{
 			oneOf("loglevel", func(c *Config) *string { return &c.LogLevel },
@@ -621,6 +674,9 @@ func LoadConfig(args []string) (*Config, error) {
 	}
 	if err := c.checkTimers(); err != nil {
 		return nil, err
+	}
+	if c.ShardMap != "" && (c.ClusterEnabled != "yes" || c.Join != "") {
+		return nil, errors.New("shard-map needs cluster-enabled yes, and a static cluster (peers, not join)")
 	}
 	return c, nil
 }

@@ -15,12 +15,14 @@ import (
 //	enable-debug-flags yes
 //	debug-clock-offset 250ms     shift this node's clock (TTL workload)
 //	debug-ack-before-commit yes  answer writes before they commit (loses writes)
+//	debug-move-fault flip        fail the slot-move driver once before a step
 
 // DebugFlags are the test-only settings.
 type DebugFlags struct {
 	Enabled         bool
 	ClockOffset     time.Duration
 	AckBeforeCommit bool
+	MoveFault       string
 }
 
 func boolDirective(name string, field func(*Config) *bool) directive {
@@ -61,6 +63,17 @@ func debugDirectives() []directive {
 			doc: "Shift this node's clock by this much (TTL workload)."},
 		boolDirective("debug-ack-before-commit", func(c *Config) *bool { return &c.Debug.AckBeforeCommit }).is("no",
 			"Answer writes before they commit: loses acknowledged writes on failover, so that the checkers can be seen to notice."),
+		{name: "debug-move-fault",
+			set: func(c *Config, v string) error {
+				switch v {
+				case "", "copy", "flip", "drop", "abort-drop":
+					c.Debug.MoveFault = v
+					return nil
+				}
+				return errors.New("must be copy, flip, drop or abort-drop")
+			},
+			get: func(c *Config) string { return c.Debug.MoveFault }, def: "",
+			doc: "Make this process's slot-move driver fail once before that step (copy, flip, drop, abort-drop), leaving the move half done for RAFT.SHARD ABORT or a rerun."},
 	}
 }
 
@@ -76,6 +89,9 @@ func (d DebugFlags) check() error {
 	if d.AckBeforeCommit {
 		set = append(set, "debug-ack-before-commit yes")
 	}
+	if d.MoveFault != "" {
+		set = append(set, "debug-move-fault "+d.MoveFault)
+	}
 	if len(set) == 0 {
 		return nil
 	}
@@ -89,5 +105,5 @@ func (d DebugFlags) active() []any {
 		return nil
 	}
 	return []any{"debug-clock-offset", d.ClockOffset.String(),
-		"debug-ack-before-commit", strconv.FormatBool(d.AckBeforeCommit)}
+		"debug-ack-before-commit", strconv.FormatBool(d.AckBeforeCommit), "debug-move-fault", d.MoveFault}
 }

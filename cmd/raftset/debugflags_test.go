@@ -12,6 +12,7 @@ func TestDebugFlagsNeedTheGuard(t *testing.T) {
 	for _, args := range [][]string{
 		{"--debug-clock-offset", "250ms"},
 		{"--debug-ack-before-commit", "yes"},
+		{"--debug-move-fault", "flip"},
 		{"--enable-debug-flags", "no", "--debug-clock-offset", "-1s"},
 	} {
 		_, err := LoadConfig(args)
@@ -19,17 +20,17 @@ func TestDebugFlagsNeedTheGuard(t *testing.T) {
 			t.Errorf("LoadConfig(%q) error = %v, want a refusal naming enable-debug-flags", args, err)
 		}
 	}
-	c, err := LoadConfig([]string{"--debug-clock-offset", "-250ms", "--debug-ack-before-commit", "yes", "--enable-debug-flags", "yes"})
+	c, err := LoadConfig([]string{"--debug-clock-offset", "-250ms", "--debug-ack-before-commit", "yes", "--debug-move-fault", "flip", "--enable-debug-flags", "yes"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Debug.ClockOffset != -250*time.Millisecond || !c.Debug.AckBeforeCommit {
+	if c.Debug.ClockOffset != -250*time.Millisecond || !c.Debug.AckBeforeCommit || c.Debug.MoveFault != "flip" {
 		t.Errorf("debug flags = %+v", c.Debug)
 	}
 	if v, _ := c.Get("debug-clock-offset"); v != "-250ms" {
 		t.Errorf("CONFIG GET debug-clock-offset = %q", v)
 	}
-	for _, bad := range [][]string{{"--debug-clock-offset", "soon"}, {"--enable-debug-flags", "maybe"}} {
+	for _, bad := range [][]string{{"--debug-clock-offset", "soon"}, {"--enable-debug-flags", "maybe"}, {"--debug-move-fault", "own"}} {
 		if _, err := LoadConfig(bad); err == nil {
 			t.Errorf("LoadConfig(%q) accepted", bad)
 		}

@@ -78,8 +78,8 @@ func TestUndecodableEntryExits(t *testing.T) {
 		t.Errorf("raftset panicked:\n%s", logs)
 	}
 	for _, want := range []string{
-		"entry written by a newer raftset (format version 2, this binary reads up to 1)",
-		fmt.Sprintf("index=%d", bad.Index), "format_version=2",
+		"entry written by a newer raftset (format version 4, this binary reads up to 3)",
+		fmt.Sprintf("index=%d", bad.Index), fmt.Sprintf("format_version=%d", command.Version+1),
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("output lacks %q:\n%s", want, logs)

@@ -209,19 +209,7 @@ type healthConn struct {
 // do sends one command and returns its parsed reply; an error reply is
 // returned as an error (its text, "ERR ...").
 func (c *healthConn) do(args ...string) (respwire.Reply, error) {
-	b := make([][]byte, len(args))
-	for i, a := range args {
-		b[i] = []byte(a)
-	}
-	raw, err := c.c.Call(c.ctx, b)
-	if err != nil {
-		return respwire.Reply{}, err
-	}
-	r, err := respwire.Parse(raw)
-	if err != nil {
-		return respwire.Reply{}, err
-	}
-	return r, r.Err()
+	return c.c.CallParsed(c.ctx, args...)
 }
 
 // text is the text of a simple or bulk string reply.

@@ -6,6 +6,7 @@
 //	raftset cert ca|node|client ...                      make TLS certificates for a cluster
 //	raftset backup|restore [--addr host:port] FILE       a cluster's state to or from an RDB file
 //	raftset recover --dir DIR [--peers ...]              a lone survivor of a lost quorum becomes a cluster
+//	raftset digest --dir DIR [--index I] | FILE          DEBUG DIGEST of a stopped node at an index, or of a file
 //	raftset config-doc [markdown|conf]                   print the directives (docs/configuration.md)
 //	raftset version
 package main
@@ -19,8 +20,9 @@ import (
 	"strings"
 )
 
-// version is raftset's release; reported by INFO as raftset_version.
-const version = "0.1.0"
+// version is raftset's release; reported by INFO as raftset_version. Between
+// releases it is the next one with -dev (RELEASES.md).
+const version = "0.5.0-dev"
 
 // commit is the git commit, when the build sets it with
 // -ldflags "-X main.commit=..." (the Makefile does): go build records the
@@ -80,6 +82,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runRestore(args[1:], stdout, stderr)
 		case "recover":
 			return runRecover(args[1:], stdout, stderr)
+		case "digest":
+			return runDigest(args[1:], stdout, stderr)
+		case "cluster":
+			return runCluster(args[1:], stdout, stderr)
 		case "version", "--version", "-v":
 			fmt.Fprint(stdout, versionLine())
 			return 0
@@ -104,6 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// and expiry").
 		runtime.MemProfileRate = 0
 	}
+	applyGCPercent(cfg.GCPercent)
 	if err := serve(cfg, stderr); err != nil {
 		fmt.Fprintf(stderr, "raftset: %v\n", err)
 		return 1
@@ -122,6 +129,11 @@ const usage = `usage:
   raftset backup [--addr host:port] [--pass P] FILE    fetch a consistent RDB backup (SYNC), verified
   raftset restore [--addr host:port] [--pass P] FILE   replace the cluster's state with an RDB file
   raftset recover --dir DIR [--peers id=addr,...]      rewrite a stopped survivor's membership (lost quorum)
+  raftset digest --dir DIR [--index I]                 DEBUG DIGEST of a stopped node's state at a log index
+  raftset digest FILE                                  DEBUG DIGEST of an RDB file (a backup)
+  raftset cluster create --shards S --replicas R ID@HOST:PORT ...   lay out a sharded cluster: its directives
+  raftset cluster move-slots [--addr host:port] FIRST LAST SHARD   move hash slots to another shard, online
+  raftset cluster rebalance [--leaders] [--dry-run] [--addr h:p]   even out slots per shard, or shard leaders
   raftset config-doc [markdown|conf]                   print the directives as docs/configuration.md or a config file
   raftset version                                      print the version, git commit and Go version
 `

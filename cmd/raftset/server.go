@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 
 	"raftset/cluster"
 	"raftset/fsm"
+	"raftset/internal/metrics"
 	"raftset/internal/setenc"
 	"raftset/resp"
 )
@@ -31,14 +33,22 @@ import (
 type node struct {
 	cfg    *Config
 	log    hclog.Logger
-	fsm    *fsm.FSM
-	raft   *cluster.Node
+	fsm    *fsm.FSM // the home shard's with shard-map
+	raft   raftNode
 	server *resp.Server
 	ln     net.Listener
 	// shutdown receives the SHUTDOWN command's request to stop, which takes
 	// the same path as SIGTERM.
 	shutdown chan struct{}
 	metrics  *metricsServer // nil unless metrics-addr is set
+}
+
+// raftNode is the process's Raft side: one cluster.Node, or with shard-map
+// a cluster.Host of several.
+type raftNode interface {
+	Fatal() <-chan struct{}
+	FatalErr() error
+	Close() error
 }
 
 // serve runs a node until SIGINT, SIGTERM or the SHUTDOWN command, or until
@@ -54,6 +64,7 @@ func serve(cfg *Config, logOut io.Writer) error {
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	served := make(chan error, 1)
 	go func() { served <- n.server.Serve(n.ln) }()
+	drain := true
 	select {
 	case s := <-sig:
 		n.log.Info("shutting down", "signal", s.String())
@@ -63,13 +74,37 @@ func serve(cfg *Config, logOut io.Writer) error {
 		if err != nil && !errors.Is(err, resp.ErrServerClosed) {
 			n.log.Error("RESP server stopped", "error", err)
 		}
+		drain = false
 	case <-n.raft.Fatal():
-		fatal := n.raft.FatalErr()
-		n.log.Error("shutting down: this node cannot apply the replicated log", "error", fatal)
-		_ = n.close()
-		return fatal
+		return n.fatal()
+	}
+	if d := cfg.ShutdownDrain; drain && d > 0 {
+		// Not ready, still serving: a load balancer polling /readyz moves
+		// clients away before the port closes on them.
+		n.metrics.shuttingDown()
+		n.log.Info("draining: /readyz answers shutting down; a second SIGTERM or SHUTDOWN stops now", "shutdown-drain", d)
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case s := <-sig:
+			n.log.Info("drain cut short", "signal", s.String())
+		case <-n.shutdown:
+			n.log.Info("drain cut short", "command", "SHUTDOWN")
+		case <-served:
+		case <-n.raft.Fatal():
+			return n.fatal()
+		}
 	}
 	return n.close()
+}
+
+// fatal stops a node that cannot apply the log and returns why.
+func (n *node) fatal() error {
+	err := n.raft.FatalErr()
+	n.log.Error("shutting down: this node cannot apply the replicated log", "error", err)
+	_ = n.close()
+	return err
 }
 
 // start builds and starts a node; the caller serves n.ln with n.server.
@@ -89,18 +124,29 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	if cfg.Import != "" && !fresh {
 		return nil, fmt.Errorf("--import needs a new node: %s already holds Raft state", cfg.Dir)
 	}
-	f := fsm.New(fsm.Config{Limits: setenc.Limits{
-		MaxIntsetEntries:   cfg.MaxIntsetEntries,
-		MaxListpackEntries: cfg.MaxListpackEntries,
-		MaxListpackValue:   cfg.MaxListpackValue,
-	}, Evict: evictConfig(cfg), Logger: logger})
+	f := newFSM(cfg, logger)
 
 	peers, err := ParsePeers(cfg.Peers)
 	if err != nil {
 		return nil, fmt.Errorf("peers: %w", err)
 	}
-	if len(peers) > 0 && !slices.ContainsFunc(peers, func(p cluster.Peer) bool { return p.ID == id }) {
+	var smap *cluster.ShardMap
+	if cfg.ShardMap != "" {
+		if smap, err = cluster.ParseShardMap(cfg.ShardMap); err != nil {
+			return nil, fmt.Errorf("shard-map: %w", err)
+		}
+	}
+	// A sharded node the map names in no shard is one raftset cluster
+	// add-node recorded: the others learn its addresses from the map, not
+	// from peers (docs/sharding.md, Adding a node).
+	added := smap != nil && len(smap.Hosts(id)) == 0
+	if len(peers) > 0 && !added && !slices.ContainsFunc(peers, func(p cluster.Peer) bool { return p.ID == id }) {
 		return nil, fmt.Errorf("peers: this node's id %q is not in the list (set node-id to one of its ids)", id)
+	}
+	if added && cfg.MetricsAddr != "" {
+		// Its metrics come from a replica (metrics.Node), which it has
+		// none of yet.
+		return nil, fmt.Errorf("metrics-addr on a node that holds no replica yet (%q is in no shard of shard-map) is not supported: start it without, and with metrics-addr once it holds one", id)
 	}
 
 	// Listen for clients first: the client address is published to the
@@ -161,19 +207,48 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.MaxAppendEntries = cfg.MaxAppendEntries
 	cc.Logger = logger
 	cc.ClockOffset, cc.AckBeforeCommit = cfg.Debug.ClockOffset, cfg.Debug.AckBeforeCommit
+	cc.MoveFault = cfg.Debug.MoveFault
+	cc.LeaderBalanceInterval = time.Duration(cfg.LeaderBalanceInterval) * time.Second
 	if d := cfg.Debug.active(); d != nil {
 		logger.Warn("TEST-ONLY debug flags are on: this node is wrong on purpose", d...)
 	}
-	rn, err := cluster.New(cc, f)
-	if err != nil {
-		return nil, fmt.Errorf("start raft: %w", err)
+	var (
+		rn *cluster.Node // the home shard's with shard-map
+		rs raftNode
+		st resp.Store
+	)
+	var host *cluster.Host
+	if smap != nil {
+		// f is the home shard's: NewHost asks for it first (the lowest
+		// id hosted, or on a node with no replica yet the one its first
+		// replica will take).
+		first := true
+		host, err = cluster.NewHost(cc, smap, func(uint32) *fsm.FSM {
+			if first {
+				first = false
+				return f
+			}
+			return newFSM(cfg, logger)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start raft: %w", err)
+		}
+		rn, rs, st = host.Home(), host, hostStore{host}
+	} else {
+		if rn, err = cluster.New(cc, f); err != nil {
+			return nil, fmt.Errorf("start raft: %w", err)
+		}
+		rs, st = rn, store{rn}
 	}
 	defer func() {
 		if err != nil {
-			_ = rn.Close()
+			_ = rs.Close()
 		}
 	}()
 	if cfg.Import != "" {
+		if cfg.ShardMap != "" {
+			return nil, errors.New("--import into a sharded node is not supported yet")
+		}
 		if err := importDump(rn, f.Limits(), cfg, logger); err != nil {
 			return nil, err
 		}
@@ -208,10 +283,14 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 			default: // already asked
 			}
 		},
-	}, store{rn})
+	}, st)
 	// The node's events for clients (+switch-master on a leader change) go
 	// out through the front end's PUBLISH.
-	rn.SetPublish(srv.Publish)
+	if host != nil {
+		host.SetPublish(srv.Publish) // the home shard's, once there is one
+	} else {
+		rn.SetPublish(srv.Publish)
+	}
 	if cfg.PprofAddr != "" {
 		go func() {
 			// net/http/pprof registers on the default mux.
@@ -220,10 +299,16 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	}
 	srv.SetSlowlog(int64(cfg.SlowlogLogSlowerThan), int64(cfg.SlowlogMaxLen))
 	srv.SetLatencyMonitorThreshold(int64(cfg.LatencyMonitorThreshold))
-	if err := ms.register(srv, rn); err != nil {
+	// /readyz and the node series: a sharded process is ready when every
+	// replica it holds is (Host.Ready); its series are the home shard's.
+	var mn metrics.Node = rn
+	if host != nil {
+		mn = host
+	}
+	if err := ms.register(srv, mn); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	n = &node{cfg: cfg, log: logger, fsm: f, raft: rn, server: srv, ln: ln, shutdown: shutdown, metrics: ms}
+	n = &node{cfg: cfg, log: logger, fsm: f, raft: rs, server: srv, ln: ln, shutdown: shutdown, metrics: ms}
 	n.registerConfig()
 	ctls.register(srv)
 	logger.Info("raftset ready", "version", version, "commit", buildCommit(), "node-id", id, "addr", ln.Addr().String(),
@@ -277,6 +362,31 @@ func (n *node) registerConfig() {
 		name := name
 		n.server.RegisterConfig(name, func() string { v, _ := n.cfg.Get(name); return v }, nil)
 	}
+	// gc-percent answers the directive, as CONFIG REWRITE must write it; the
+	// target in force (GOGC's when that is set, until a CONFIG SET) is INFO
+	// memory's go_gc_percent.
+	n.server.RegisterConfig("gc-percent", func() string { return strconv.Itoa(n.cfg.GCPercent) }, func(v string) error {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1 {
+			return errors.New("argument must be an integer ≥ 1")
+		}
+		debug.SetGCPercent(p)
+		n.cfg.GCPercent = p
+		return nil
+	})
+	// The balancer runs on a sharded node's Host; a single group stores the
+	// value only (CONFIG REWRITE keeps it for a later shard-map).
+	n.server.RegisterConfig("cluster-leader-balance-interval", func() string { return strconv.Itoa(n.cfg.LeaderBalanceInterval) }, func(v string) error {
+		s, err := strconv.Atoi(v)
+		if err != nil || s < 0 {
+			return errors.New("argument must be an integer ≥ 0 (seconds; 0: off)")
+		}
+		if h, ok := n.raft.(*cluster.Host); ok {
+			h.SetLeaderBalanceInterval(time.Duration(s) * time.Second)
+		}
+		n.cfg.LeaderBalanceInterval = s
+		return nil
+	})
 	n.server.RegisterConfig("loglevel", func() string { return n.cfg.LogLevel }, func(v string) error {
 		lv, ok := logLevel(v)
 		if !ok {
@@ -422,13 +532,34 @@ func (p *progressReader) Read(b []byte) (int, error) {
 // other; only their INFO section types differ).
 type store struct{ *cluster.Node }
 
-func (s store) Info() []resp.InfoSection {
-	in := s.Node.Info()
+func (s store) Info() []resp.InfoSection { return infoSections(s.Node.Info()) }
+
+func infoSections(in []cluster.InfoSection) []resp.InfoSection {
 	out := make([]resp.InfoSection, len(in))
 	for i, sec := range in {
 		out[i] = resp.InfoSection{Name: sec.Name, Fields: sec.Fields}
 	}
 	return out
+}
+
+// hostStore adapts *cluster.Host to resp.Store, as store does a Node.
+type hostStore struct{ *cluster.Host }
+
+func (s hostStore) Info() []resp.InfoSection { return infoSections(s.Host.Info()) }
+
+// newFSM is a state machine with the configured encodings and eviction.
+// A cluster-enabled node keeps the per-slot key index from the start: built
+// on first use, it would hold Apply for ~150 ms per million keys.
+func newFSM(cfg *Config, logger hclog.Logger) *fsm.FSM {
+	f := fsm.New(fsm.Config{Limits: setenc.Limits{
+		MaxIntsetEntries:   cfg.MaxIntsetEntries,
+		MaxListpackEntries: cfg.MaxListpackEntries,
+		MaxListpackValue:   cfg.MaxListpackValue,
+	}, Evict: evictConfig(cfg), Logger: logger})
+	if cfg.ClusterEnabled == "yes" {
+		f.EnableSlotIndex()
+	}
+	return f
 }
 
 // offIsNegative maps a directive's 0 ("off") to cluster.Config's negative.

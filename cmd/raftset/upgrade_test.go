@@ -17,9 +17,58 @@ import (
 	"raftset/internal/testutil"
 )
 
-// previousRelease is the commit of the last release: the rolling-upgrade
-// test upgrades a cluster of it to this build.
-const previousRelease = "829b70d"
+// previousRelease is the newest release before HEAD, which the
+// rolling-upgrade test upgrades from: its tag when the clone has tags (git
+// describe from HEAD's parent, so that a tagged HEAD upgrades from the
+// release before it), else the commit of the newest row of RELEASES.md that
+// is not HEAD (a CI checkout may carry no tags).
+func previousRelease(t *testing.T) string {
+	t.Helper()
+	if out, err := exec.Command("git", "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", "HEAD^").Output(); err == nil {
+		return strings.TrimSpace(string(out))
+	}
+	head := ""
+	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		head = strings.TrimSpace(string(out))
+	}
+	rel, err := releasesFromFile(filepath.Join("..", "..", "RELEASES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rel {
+		if r.commit != head {
+			return r.commit
+		}
+	}
+	t.Fatal("RELEASES.md records no release before HEAD")
+	return ""
+}
+
+type release struct{ tag, commit string }
+
+// releasesFromFile reads the tag → commit table of RELEASES.md, newest
+// first: the rows of its first table whose first cell is a vX.Y.Z tag.
+func releasesFromFile(path string) ([]release, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the release history: %w", err)
+	}
+	var out []release
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		tag, commit := strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2])
+		if strings.HasPrefix(tag, "v") && len(commit) == 40 {
+			out = append(out, release{tag, commit})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no release rows (| vX.Y.Z | 40-hex commit | ...)", path)
+	}
+	return out, nil
+}
 
 // buildRelease builds cmd/raftset at commit into a temporary directory from
 // git archive (no worktree to clean up), or skips the test when git or the
@@ -55,7 +104,13 @@ func buildRelease(t *testing.T, commit string) string {
 		t.Fatalf("untar %s: %v: %s", commit, err, out)
 	}
 	bin := filepath.Join(t.TempDir(), "raftset-"+commit)
-	build := exec.Command("go", "build", "-o", bin, "./cmd/raftset")
+	// The commit stamped as the Makefile does: git archive carries no VCS
+	// data, so the binary would say commit=unknown.
+	stamp := commit
+	if rev, err := exec.Command(git, "rev-parse", commit+"^{commit}").Output(); err == nil {
+		stamp = strings.TrimSpace(string(rev)) // a tag names its commit
+	}
+	build := exec.Command("go", "build", "-ldflags", "-X main.commit="+stamp, "-o", bin, "./cmd/raftset")
 	build.Dir = src
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -92,16 +147,22 @@ func startBinary(t *testing.T, bin, addr string, args []string) *proc {
 // A cluster of the previous release is upgraded to this build one node at a
 // time, on the same data directories, while clients write: the cluster
 // keeps serving in every mixed state, and no acknowledged write is lost.
-// Loopback and no secret: the previous release does not authenticate the
-// Raft port, so a mixed cluster with a cluster-secret would not form (see
-// docs/operations.md, Upgrade).
+// The nodes share a cluster-secret: since v0.4.0 every release
+// authenticates the Raft port and the internal commands with the same
+// handshake, so a mixed cluster must form with it (docs/operations.md,
+// Upgrade).
 func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the previous release")
 	}
-	old := buildRelease(t, previousRelease)
+	prev := previousRelease(t)
+	built := time.Now()
+	old := buildRelease(t, prev)
+	t.Logf("built %s in %s", prev, time.Since(built).Round(time.Second))
 	if out, err := exec.Command(old, "version").Output(); err != nil || !strings.HasPrefix(string(out), "raftset ") {
 		t.Fatalf("%s version = %q, %v", old, out, err)
+	} else {
+		t.Logf("upgrading from %s (%s)", prev, strings.TrimSpace(string(out)))
 	}
 
 	const size = 3
@@ -125,7 +186,8 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 		// the old one wrote, and ship its own to old followers.
 		n.args = []string{"--port", port, "--raft-addr", raftAddrs[i], "--node-id", n.id,
 			"--peers", strings.Join(peers, ","), "--dir", filepath.Join(base, n.id), "--loglevel", "info",
-			"--snapshot-threshold", "100", "--trailing-logs", "50", "--snapshot-interval", "1"}
+			"--snapshot-threshold", "100", "--trailing-logs", "50", "--snapshot-interval", "1",
+			"--cluster-secret", "upgrade-secret"}
 		n.p = startBinary(t, old, n.addr, n.args)
 	}
 	for _, n := range nodes {
@@ -234,4 +296,35 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 		digest = d
 	}
 	t.Logf("%d acknowledged writes across the upgrade", len(acked))
+}
+
+// TestReleaseHistory: RELEASES.md, which a clone without tags relies on,
+// names the commit every tag of the clone points at, and its newest row is
+// the release the upgrade test starts from when tags are missing.
+func TestReleaseHistory(t *testing.T) {
+	rel, err := releasesFromFile(filepath.Join("..", "..", "RELEASES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]string{}
+	for _, r := range rel {
+		recorded[r.tag] = r.commit
+	}
+	if _, ok := recorded["v0.4.0"]; !ok {
+		t.Errorf("RELEASES.md lacks v0.4.0: %v", rel)
+	}
+	out, err := exec.Command("git", "tag", "--list", "v[0-9]*").Output()
+	if err != nil {
+		t.Logf("no git tags to compare with: %v", err)
+		return
+	}
+	for _, tag := range strings.Fields(string(out)) {
+		c, err := exec.Command("git", "rev-parse", tag+"^{commit}").Output()
+		if err != nil {
+			t.Fatalf("git rev-parse %s: %v", tag, err)
+		}
+		if got, want := recorded[tag], strings.TrimSpace(string(c)); got != want {
+			t.Errorf("RELEASES.md records %s at %q, the tag points at %s", tag, got, want)
+		}
+	}
 }

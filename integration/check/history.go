@@ -46,7 +46,11 @@ type Event struct {
 	Value string `json:"value,omitempty"`
 	// Expect: a compare-and-set's expected value (Value is its new one).
 	Expect string `json:"expect,omitempty"`
-	T      int64  `json:"t"`
+	// Moved: on a completion, the -MOVED reply the first node gave; the
+	// op's outcome is the reply of the node it named (one redirect, as a
+	// cluster client follows it). A redirect alone is never a result.
+	Moved string `json:"moved,omitempty"`
+	T     int64  `json:"t"`
 }
 
 // NemesisProc is the process id of nemesis events; FinalProc of the final
@@ -72,6 +76,7 @@ type Op struct {
 	Call, Ret int64
 	Node      string
 	Err       string
+	Moved     string // the -MOVED reply followed, if any (Event.Moved)
 }
 
 // hasElemArg: the op's invocation carries Elem.
@@ -97,7 +102,7 @@ func (o Op) InvokeEvent() Event {
 
 // CompleteEvent is the history line of o's completion.
 func (o Op) CompleteEvent() Event {
-	e := Event{Proc: o.Proc, Type: string(o.Outcome), F: o.F, Key: o.Key, Node: o.Node, Err: o.Err, T: o.Ret}
+	e := Event{Proc: o.Proc, Type: string(o.Outcome), F: o.F, Key: o.Key, Node: o.Node, Err: o.Err, Moved: o.Moved, T: o.Ret}
 	if o.Outcome != OK {
 		return e
 	}
@@ -178,7 +183,7 @@ func Ops(events []Event) ([]Op, []Event, error) {
 			return nil, nil, fmt.Errorf("event %d: completion of process %d without an invocation", e.Index, e.Proc)
 		}
 		delete(open, e.Proc)
-		o.Outcome, o.Ret, o.Err = Outcome(e.Type), e.T, e.Err
+		o.Outcome, o.Ret, o.Err, o.Moved = Outcome(e.Type), e.T, e.Err, e.Moved
 		if o.Outcome == OK {
 			if err := o.setOutput(e); err != nil {
 				return nil, nil, fmt.Errorf("event %d: %w", e.Index, err)

@@ -26,6 +26,11 @@ func TestHistoryRoundTrip(t *testing.T) {
 		{Proc: 5, F: "get", Key: "ttl:0", Nil: true, Outcome: OK, Call: 16, Ret: 17},
 		{Proc: 5, F: "expire", Key: "ttl:0", TTLms: 2000, N: 1, Outcome: OK, Call: 18, Ret: 19},
 		{Proc: 6, F: "sadd", Key: "set:full", Elem: 9, Outcome: Fail, Err: "TRYAGAIN no leader", Call: 18, Ret: 19},
+		// Sharded: a redirect followed, and one followed into a second.
+		{Proc: 6, F: "sadd", Key: "lin:1:0", Elem: 2, Outcome: OK, N: 1, Call: 19, Ret: 20, Node: "n1",
+			Moved: "MOVED 12182 127.0.0.1:7003"},
+		{Proc: 6, F: "srem", Key: "lin:1:0", Elem: 2, Outcome: Fail, Err: "MOVED 12182 127.0.0.1:7002", Call: 20, Ret: 21,
+			Node: "n1", Moved: "MOVED 12182 127.0.0.1:7003"},
 		{Proc: FinalProc, F: "final", Key: "set:full", Members: []int64{1, 2}, Outcome: OK, Call: 20, Ret: 21, Node: "n1"},
 	}
 	var buf bytes.Buffer

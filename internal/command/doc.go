@@ -9,13 +9,18 @@
 //	entry   := version:1 type:1 body
 //	batch   := (type 0x01) nowMs:uvarint count:uvarint op*
 //	node    := (type 0x82) len:uvarint id len:uvarint addr
+//	slot    := (type 0x03) nowMs:uvarint action:1 first:uvarint last:uvarint epoch:uvarint len:uvarint batch
 //	op      := 0x00 command | 0x01 tx | 0x02 reply
 //	command := argc:uvarint (len:uvarint bytes)*
 //	tx      := nwatch:uvarint (key exists:1 stamp:uvarint)* count:uvarint op*
 //	reply   := len:uvarint bytes            (a reply decided before proposing)
 //
 // nowMs is the proposing leader's clock: the only clock the state machine
-// reads. A type byte with the 0x80 bit set (IgnoreIfUnknown) marks an entry
+// reads. The version byte is 1 for batch and node entries, 2 for slot
+// entries and 3 for a slot entry of action 6 (SlotAbort, which a version-2
+// binary does not know) (Entry.Version): a binary reads every version up to
+// Version, and an older binary stops at an entry of a later version with a
+// clear "newer raftset" error instead of skipping a change of ownership. A type byte with the 0x80 bit set (IgnoreIfUnknown) marks an entry
 // that an older binary may skip; any other unknown type, and a version above
 // Version, is a decode error (DecodeError says which), on which the state
 // machine stops.

@@ -6,11 +6,42 @@ import (
 	"fmt"
 )
 
-// Version is the log-entry format version this binary writes, and the
-// highest it reads. A change that an older binary would misread bumps it; a
-// new entry type that older binaries may safely skip does not (it sets
-// IgnoreIfUnknown instead).
-const Version = 1
+// Version is the highest log-entry format version this binary reads. A
+// change that an older binary would misread bumps it; a new entry type that
+// older binaries may safely skip does not (it sets IgnoreIfUnknown instead).
+// Each entry is written in the lowest version that can carry it
+// (Entry.Version), so batches and node addresses stay readable by
+// binaries of version 1, slot entries need every voter to read version 2,
+// and only an abort's SlotAbort needs version 3.
+const Version = 3
+
+// Version reports the format version an entry of type t is written in: 2
+// for TypeSlot, which a version-1 binary cannot skip (it would keep keys
+// another shard owns), 1 for every other type. A SlotAbort entry is the
+// exception (Entry.Version).
+func (t EntryType) Version() byte {
+	if t == TypeSlot {
+		return SlotVersion
+	}
+	return 1
+}
+
+// SlotVersion is the format version of TypeSlot entries.
+const SlotVersion = 2
+
+// SlotAbortVersion is the format version of a TypeSlot entry whose action
+// is SlotAbort: a version-2 binary does not know the action, and must stop
+// at it with the "newer raftset" error rather than call it corrupt.
+const SlotAbortVersion = 3
+
+// Version reports the format version the entry is written in: its type's
+// (EntryType.Version), or SlotAbortVersion for a SlotAbort.
+func (e *Entry) Version() byte {
+	if e.Type == TypeSlot && e.Slot != nil && e.Slot.Action == SlotAbort {
+		return SlotAbortVersion
+	}
+	return e.Type.Version()
+}
 
 // EntryType is the second byte of a log entry.
 type EntryType byte
@@ -22,6 +53,10 @@ const (
 	// ignorable: a binary that predates it skips it and only lacks the
 	// address, which is not part of the data.
 	TypeNode = IgnoreIfUnknown | 2
+	// TypeSlot changes the state of a range of hash slots (Entry.Slot):
+	// the migration steps of docs/sharding.md. Not ignorable, and written
+	// in format version 2 (SlotVersion).
+	TypeSlot EntryType = 3
 	// IgnoreIfUnknown marks a type that an older binary may skip. A binary
 	// that meets an unknown type without it cannot apply the entry.
 	IgnoreIfUnknown EntryType = 0x80
@@ -65,13 +100,57 @@ type Watch struct {
 }
 
 // Entry is a decoded log entry: a TypeBatch entry has NowMs and Ops, a
-// TypeNode entry Node.
+// TypeNode entry Node, a TypeSlot entry NowMs and Slot.
 type Entry struct {
 	Type  EntryType
 	NowMs int64 // the proposing leader's clock, Unix ms
 	Ops   []Op
 	Node  *NodeAddr
+	Slot  *SlotOp
 }
+
+// SlotAction is what a TypeSlot entry does to its slots (docs/sharding.md,
+// Moving a slot; the state machine's rules are in fsm/slots.go).
+type SlotAction byte
+
+const (
+	// SlotFreeze: an owned slot stops taking writes (migrating out).
+	SlotFreeze SlotAction = 1
+	// SlotUnfreeze: a frozen slot is owned again (the migration aborted).
+	SlotUnfreeze SlotAction = 2
+	// SlotImport: keys of a slot this shard does not own are stored
+	// (SlotOp.Batch), refused to clients until SlotOwn.
+	SlotImport SlotAction = 3
+	// SlotOwn: an importing (or unowned) slot becomes owned.
+	SlotOwn SlotAction = 4
+	// SlotDrop: a slot's keys are deleted and the slot is no longer owned.
+	SlotDrop SlotAction = 5
+	// SlotAbort: an aborted move's range is owned again in its source
+	// shard (a frozen slot unfrozen, an owned one kept) and takes the
+	// abort's epoch either way, so that a step of the aborted move that
+	// arrives later (a stale driver's freeze) is refused. Written in
+	// format version 3 (SlotAbortVersion); SlotUnfreeze, which leaves an
+	// owned slot's epoch as it is, remains for logs written before it.
+	SlotAbort SlotAction = 6
+)
+
+// MaxSlotAction is the highest SlotAction this binary knows.
+const MaxSlotAction = SlotAbort
+
+// SlotOp is the body of a TypeSlot entry: an action on the hash slots
+// First..Last (inclusive), keyed by the migration's epoch so that a
+// repeated step is recognised. Batch is SlotImport's keys (fsm's export
+// format), nil for the other actions.
+type SlotOp struct {
+	Action      SlotAction
+	First, Last int
+	Epoch       uint64
+	Batch       []byte
+}
+
+// slotCount is the number of hash slots (internal/slot.Count; not imported,
+// this package imports the standard library only).
+const slotCount = 16384
 
 // NodeAddr is a node's client address as the log carries it.
 type NodeAddr struct {
@@ -124,10 +203,18 @@ func Cmd(args ...[]byte) Op { return Op{Kind: OpCommand, Args: args} }
 // then for TypeBatch the clock and the ops, for TypeNode the id and the
 // address.
 func (e *Entry) Encode(dst []byte) []byte {
-	dst = append(dst, Version, byte(e.Type))
-	if e.Type == TypeNode {
+	dst = append(dst, e.Version(), byte(e.Type))
+	switch e.Type {
+	case TypeNode:
 		dst = appendBytes(dst, []byte(e.Node.ID))
 		return appendBytes(dst, []byte(e.Node.Addr))
+	case TypeSlot:
+		dst = binary.AppendUvarint(dst, uint64(e.NowMs))
+		dst = append(dst, byte(e.Slot.Action))
+		dst = binary.AppendUvarint(dst, uint64(e.Slot.First))
+		dst = binary.AppendUvarint(dst, uint64(e.Slot.Last))
+		dst = binary.AppendUvarint(dst, e.Slot.Epoch)
+		return appendBytes(dst, e.Slot.Batch)
 	}
 	dst = binary.AppendUvarint(dst, uint64(e.NowMs))
 	return appendOps(dst, e.Ops)
@@ -178,7 +265,11 @@ func appendBytes(dst, b []byte) []byte {
 // with the IgnoreIfUnknown bit decodes to an Entry with no ops. Errors are
 // *DecodeError.
 func Decode(b []byte) (*Entry, error) {
-	d := decoder{b: b}
+	return decode(b, nil)
+}
+
+func decode(b []byte, ar *Decoder) (*Entry, error) {
+	d := decoder{b: b, ar: ar}
 	if len(b) > 0 {
 		d.version = b[0]
 	}
@@ -188,7 +279,7 @@ func Decode(b []byte) (*Entry, error) {
 	case len(b) < 2:
 		d.fail(fmt.Sprintf("entry of %d bytes", len(b)))
 		return nil, d.err
-	case b[0] != Version:
+	case b[0] == 0:
 		d.fail("unknown format version")
 		return nil, d.err
 	}
@@ -205,6 +296,17 @@ func Decode(b []byte) (*Entry, error) {
 	case TypeNode:
 		id, addr := d.bytes(), d.bytes()
 		e.Node = &NodeAddr{ID: string(id), Addr: string(addr)}
+	case TypeSlot:
+		if b[0] < SlotVersion {
+			// A version-1 binary never wrote this type.
+			d.fail("slot entry in format version 1")
+			return nil, d.err
+		}
+		e.NowMs = int64(d.uvarint())
+		if e.NowMs > 1<<62 {
+			d.fail("clock")
+		}
+		e.Slot = d.slotOp()
 	default:
 		if e.Type&IgnoreIfUnknown != 0 {
 			return e, nil
@@ -229,6 +331,7 @@ type decoder struct {
 	off     int
 	version byte
 	err     error
+	ar      *Decoder // nil: every slice is allocated
 }
 
 func (d *decoder) fail(what string) {
@@ -275,12 +378,41 @@ func (d *decoder) bytes() []byte {
 	return s
 }
 
+func (d *decoder) slotOp() *SlotOp {
+	if d.err != nil || d.off >= len(d.b) {
+		d.fail("slot action")
+		return nil
+	}
+	op := &SlotOp{Action: SlotAction(d.b[d.off])}
+	d.off++
+	if op.Action == 0 || op.Action > MaxSlotAction {
+		d.fail("slot action")
+	}
+	first, last := d.uvarint(), d.uvarint()
+	if d.err == nil && (first > last || last >= slotCount) {
+		d.fail("slot range")
+	}
+	op.First, op.Last = int(first), int(last)
+	op.Epoch = d.uvarint()
+	if op.Batch = d.bytes(); len(op.Batch) == 0 {
+		op.Batch = nil // as encoded from a nil batch
+	}
+	if d.err == nil && op.Action != SlotImport && len(op.Batch) > 0 {
+		d.fail("slot batch")
+	}
+	if d.err == nil && op.Action == SlotAbort && d.version < SlotAbortVersion {
+		// No binary wrote this action below its version.
+		d.fail(fmt.Sprintf("slot abort in format version %d", d.version))
+	}
+	return op
+}
+
 func (d *decoder) ops(depth int) []Op {
 	n := d.count(2)
 	if d.err != nil {
 		return nil
 	}
-	ops := make([]Op, 0, n)
+	ops := d.ar.opSlice(n)
 	for i := 0; i < n && d.err == nil; i++ {
 		if d.off >= len(d.b) {
 			d.fail("op kind")
@@ -333,7 +465,7 @@ func (d *decoder) args() [][]byte {
 		d.fail("empty command")
 		return nil
 	}
-	args := make([][]byte, n)
+	args := d.ar.argSlice(n)
 	for i := range args {
 		args[i] = d.bytes()
 	}

@@ -37,7 +37,7 @@ func TestEntryRoundTrip(t *testing.T) {
 // TestOpReplyWireByte pins the op kind byte of a pre-decided reply (written
 // as "error" by older binaries): logs already on disk must decode.
 func TestOpReplyWireByte(t *testing.T) {
-	old := []byte{Version, byte(TypeBatch), 0, 1, 2, 5, '+', 'O', 'K', '\r', '\n'}
+	old := []byte{1, byte(TypeBatch), 0, 1, 2, 5, '+', 'O', 'K', '\r', '\n'}
 	e, err := Decode(old)
 	if err != nil || len(e.Ops) != 1 || e.Ops[0].Kind != OpReply || string(e.Ops[0].Reply) != "+OK\r\n" {
 		t.Fatalf("Decode(%q) = %+v, %v; want one OpReply +OK", old, e, err)
@@ -57,14 +57,14 @@ func TestDecodeRejectsEveryTruncation(t *testing.T) {
 }
 
 func TestDecodeUnknownTypes(t *testing.T) {
-	if _, err := Decode([]byte{Version, 5}); !errors.Is(err, ErrDecode) {
+	if _, err := Decode([]byte{1, 5}); !errors.Is(err, ErrDecode) {
 		t.Errorf("unknown type: err = %v, want ErrDecode", err)
 	}
-	e, err := Decode([]byte{Version, byte(IgnoreIfUnknown | 5), 1, 2, 3})
+	e, err := Decode([]byte{1, byte(IgnoreIfUnknown | 5), 1, 2, 3})
 	if err != nil || len(e.Ops) != 0 || e.Node != nil {
 		t.Errorf("ignorable type: %v, %v; want empty entry", e, err)
 	}
-	if _, err := Decode([]byte{2, 1, 0, 0}); !errors.Is(err, ErrDecode) {
+	if _, err := Decode([]byte{Version + 1, 1, 0, 0}); !errors.Is(err, ErrDecode) {
 		t.Errorf("future version: err = %v, want ErrDecode", err)
 	}
 }
@@ -80,13 +80,20 @@ func TestDecodeErrorKinds(t *testing.T) {
 		text    string
 	}{
 		{"newer version", []byte{Version + 1, 1, 0, 0}, Version + 1, true,
-			"entry written by a newer raftset (format version 2, this binary reads up to 1)"},
-		{"newer version, short", []byte{Version + 7}, Version + 7, true, "newer raftset (format version 8"},
+			"entry written by a newer raftset (format version 4, this binary reads up to 3)"},
+		{"newer version, short", []byte{Version + 7}, Version + 7, true, "newer raftset (format version 10"},
 		{"empty", nil, 0, false, "corrupt entry (format version 0): entry of 0 bytes"},
 		{"version zero", []byte{0, 1, 0, 0}, 0, false, "corrupt entry (format version 0): unknown format version"},
-		{"unknown type", []byte{Version, 5}, Version, false, "corrupt entry (format version 1): unknown entry type 5"},
-		{"bad op kind", []byte{Version, byte(TypeBatch), 0, 1, 9, 0}, Version, false, "corrupt entry (format version 1): op kind at offset 5"},
-		{"node, trailing", append(nodeEntry().Encode(nil), 0), Version, false, "trailing bytes"},
+		{"unknown type", []byte{1, 5}, 1, false, "corrupt entry (format version 1): unknown entry type 5"},
+		{"bad op kind", []byte{1, byte(TypeBatch), 0, 1, 9, 0}, 1, false, "corrupt entry (format version 1): op kind at offset 5"},
+		{"node, trailing", append(nodeEntry().Encode(nil), 0), 1, false, "trailing bytes"},
+		{"slot entry in version 1", []byte{1, byte(TypeSlot), 0, 1, 0, 0, 0, 0}, 1, false, "slot entry in format version 1"},
+		{"slot, unknown action", []byte{2, byte(TypeSlot), 0, 9, 0, 0, 0, 0}, 2, false, "slot action at offset 4"},
+		{"slot abort in version 2", []byte{2, byte(TypeSlot), 0, byte(SlotAbort), 0, 0, 0, 0}, 2, false, "slot abort in format version 2"},
+		{"slot, reversed range", []byte{2, byte(TypeSlot), 0, 1, 5, 4, 0, 0}, 2, false, "slot range"},
+		{"slot, past the last slot", slotEntry(SlotFreeze, 0, 16384, nil).Encode(nil), 2, false, "slot range"},
+		{"slot, batch on a freeze", slotEntry(SlotFreeze, 0, 1, []byte("x")).Encode(nil), 2, false, "slot batch"},
+		{"slot, trailing", append(slotEntry(SlotDrop, 3, 3, nil).Encode(nil), 0), 2, false, "trailing bytes"},
 	} {
 		_, err := Decode(c.b)
 		var de *DecodeError
@@ -125,6 +132,54 @@ func TestNodeEntry(t *testing.T) {
 	}
 }
 
+func slotEntry(a SlotAction, first, last int, batch []byte) *Entry {
+	return &Entry{Type: TypeSlot, NowMs: 1700000000123, Slot: &SlotOp{Action: a, First: first, Last: last, Epoch: 7, Batch: batch}}
+}
+
+// A slot entry is format version 2 (a version-1 binary must stop at it,
+// not skip it), an abort's SlotAbort version 3 (a version-2 binary does not
+// know the action: it must stop with "newer raftset", not call the entry
+// corrupt); batches and node addresses stay version 1, so a leader that
+// writes no slot entry needs no upgraded members.
+func TestSlotEntry(t *testing.T) {
+	if TypeSlot&IgnoreIfUnknown != 0 {
+		t.Fatal("TypeSlot must not be ignorable: a replica that skipped a freeze would take writes the others refuse")
+	}
+	for _, c := range []struct {
+		e       *Entry
+		version byte
+	}{
+		{sampleEntry(), 1},
+		{nodeEntry(), 1},
+		{slotEntry(SlotFreeze, 0, 0, nil), 2},
+		{slotEntry(SlotImport, 100, 100, []byte("\x01\x01k")), 2},
+		{slotEntry(SlotDrop, 0, 16383, nil), 2},
+		{slotEntry(SlotUnfreeze, 0, 16383, nil), 2},
+		{slotEntry(SlotAbort, 0, 16383, nil), 3},
+	} {
+		b := c.e.Encode(nil)
+		if b[0] != c.version {
+			t.Errorf("%v entry written in version %d, want %d", c.e.Type, b[0], c.version)
+		}
+		got, err := Decode(b)
+		if err != nil || !reflect.DeepEqual(got, c.e) {
+			t.Errorf("Decode(Encode(%+v)) = %+v, %v", c.e, got, err)
+		}
+	}
+	b := slotEntry(SlotImport, 5, 6, []byte("batch")).Encode(nil)
+	if want := "\x02\x03\xfb\xd0\x95\xff\xbc\x31\x03\x05\x06\x07\x05batch"; string(b) != want {
+		t.Errorf("Encode(import) = %q, want %q", b, want)
+	}
+	if b := slotEntry(SlotAbort, 5, 6, nil).Encode(nil); string(b) != "\x03\x03\xfb\xd0\x95\xff\xbc\x31\x06\x05\x06\x07\x00" {
+		t.Errorf("Encode(abort) = %q", b)
+	}
+	for n := 0; n < len(b); n++ {
+		if _, err := Decode(b[:n]); !errors.Is(err, ErrDecode) {
+			t.Errorf("Decode(first %d of %d bytes) err = %v, want ErrDecode", n, len(b), err)
+		}
+	}
+}
+
 func TestLegacyNode(t *testing.T) {
 	op := Cmd([]byte(LegacyNodeCommand), []byte("n2"), []byte("h:1"))
 	if a, ok := op.LegacyNode(); !ok || a != (NodeAddr{ID: "n2", Addr: "h:1"}) {
@@ -144,8 +199,11 @@ func TestLegacyNode(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	f.Add(sampleEntry().Encode(nil))
-	f.Add([]byte{Version, byte(TypeBatch), 0, 0})
+	f.Add([]byte{1, byte(TypeBatch), 0, 0})
 	f.Add(nodeEntry().Encode(nil))
+	f.Add(slotEntry(SlotImport, 5, 6, []byte("batch")).Encode(nil))
+	f.Add(slotEntry(SlotFreeze, 0, 16383, nil).Encode(nil))
+	f.Add(slotEntry(SlotAbort, 0, 16383, nil).Encode(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := Decode(b)
 		if err != nil {
@@ -153,7 +211,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		// What decodes must survive a re-encoding unchanged (the bytes may
 		// differ: a varint can be written non-minimally).
-		if e.Type == TypeBatch || e.Type == TypeNode {
+		if e.Type == TypeBatch || e.Type == TypeNode || e.Type == TypeSlot {
 			again, err := Decode(e.Encode(nil))
 			if err != nil || !reflect.DeepEqual(again, e) {
 				t.Fatalf("Decode(Encode(Decode(b))) = %v, %v", again, err)

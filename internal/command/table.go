@@ -491,6 +491,8 @@ func Commands() Table {
 		spec("raft.restore", 2, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Replaces the cluster's state with an RDB file, on every member (Raft's user restore).").
 			syntax("rdb:string"),
 		spec("raft.snapshot", 1, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Takes a Raft snapshot on this node."),
+		spec("raft.shard", -2, Admin|NoMulti, 0, 0, 0, "server", "1.0.0", "Runs a node command (RAFT.INFO, RAFT.TRANSFER, ...) on this process's replica of one shard; MOVESLOTS moves slots to another shard, BALANCE-LEADERS spreads the shards' leaderships, ADDSHARD adds a shard, ADDREPLICA and REMOVEREPLICA move a replica between nodes, ADDNODE records a new node, MAP shows the cluster map.").
+			syntax("shard-id-or-subcommand:string [arg:string...]"),
 		spec("sentinel", -2, Admin, 0, 0, 0, "sentinel", "2.8.4", "Answers Sentinel queries: the master is the Raft leader."),
 		// Internal: between nodes only.
 		spec("raftset.forward", -2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a follower's writes, run by the leader."),
@@ -499,6 +501,8 @@ func Commands() Table {
 		spec("raftset.promote", 3, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a non-voter asks to become a voter, saying how far it applied."),
 		spec("raftset.onleader", -2, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: a leader-only command relayed by a follower."),
 		spec("raftset.auth", -2, Conn|NoMulti|Internal|fast, 0, 0, 0, "connection", "1.0.0", "Internal: authenticates a connection as a node of the cluster."),
+		spec("raftset.shard", -3, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: another call, for one shard's replica on a process that hosts several."),
+		spec("raftset.leader", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: the Raft leader this replica knows (id, client address, term)."),
 		spec("raftset.applied", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: this node's applied index (WAIT)."),
 		spec("raftset.formats", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: the highest log-entry format this node reads (rolling upgrades)."),
 	}

@@ -62,11 +62,11 @@ var rules = []rule{
 		ext:     []string{"github.com/tidwall/redcon", "github.com/hashicorp/go-hclog"},
 		notDeps: append([]string{"raftset/cluster", "raftset/fsm", "raftset/snapshot"}, raftPkgs...)},
 	{pkg: "cluster",
-		may:     []string{"fsm", "snapshot", "internal/command", "internal/setenc", "internal/strictint", "internal/respwire", "internal/peerauth", "internal/peerauth/challenge", "internal/tlsconf", "internal/glob", "internal/acl", "internal/stats", "internal/slot"},
+		may:     []string{"fsm", "snapshot", "internal/command", "internal/setenc", "internal/strictint", "internal/respwire", "internal/peerauth", "internal/peerauth/challenge", "internal/raftmux", "internal/tlsconf", "internal/glob", "internal/acl", "internal/stats", "internal/slot"},
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2", "github.com/hashicorp/raft-wal", "github.com/hashicorp/raft-wal/migrate", "go.etcd.io/bbolt", "github.com/hashicorp/go-hclog", "github.com/hashicorp/go-metrics/compat"},
 		notDeps: []string{"raftset/resp"}},
 	{pkg: "fsm",
-		may:     []string{"snapshot", "internal/command", "internal/setenc", "internal/setenc/hashtable", "internal/strictint", "internal/glob", "internal/script", "internal/acl", "internal/alloc"},
+		may:     []string{"snapshot", "internal/command", "internal/setenc", "internal/setenc/hashtable", "internal/strictint", "internal/glob", "internal/script", "internal/acl", "internal/alloc", "internal/slot"},
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/go-hclog"},
 		notStd:  pure,
 		notDeps: []string{"raftset/cluster", "raftset/resp", "github.com/hashicorp/raft-boltdb/...", "go.etcd.io/bbolt", "github.com/tidwall/redcon"}},
@@ -99,12 +99,13 @@ var rules = []rule{
 	{pkg: "internal/respwire"},
 	// The Raft port's gate: it sees raft only as the StreamLayer it implements.
 	{pkg: "internal/peerauth",
-		may:     []string{"internal/peerauth/challenge"},
+		may:     []string{"internal/peerauth/challenge", "internal/connq"},
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/go-hclog"},
 		notDeps: []string{"raftset/fsm", "raftset/cluster", "raftset/resp"}},
 	// Several Raft groups on one port: it routes authenticated streams by
 	// group id and sees raft only as the StreamLayer it splits.
 	{pkg: "internal/raftmux",
+		may:     []string{"internal/connq"},
 		ext:     []string{"github.com/hashicorp/raft"},
 		notDeps: []string{"raftset/fsm", "raftset/cluster", "raftset/resp"}},
 	// The proof of the shared secret, also run by the front end's
@@ -113,6 +114,8 @@ var rules = []rule{
 		notStd:  []string{"net", "net/...", "os", "os/...", "syscall", "log", "log/..."},
 		notDeps: append([]string{"raftset/cluster", "raftset/resp", "raftset/fsm"}, raftPkgs...)},
 	{pkg: "internal/tlsconf"},
+	// The hand-off of vetted connections to a StreamLayer's Accept.
+	{pkg: "internal/connq", notDeps: []string{"raftset/fsm", "raftset/cluster", "raftset/resp"}},
 	// ACL users and rules: applied by the state machine on every replica,
 	// checked by the front end, so it knows neither.
 	{pkg: "internal/acl",
@@ -135,7 +138,7 @@ var rules = []rule{
 		ext: []string{"github.com/hashicorp/go-hclog"}},
 	{pkg: "internal/layering"},
 	// Benchmark tools: they talk to a server over the network only.
-	{pkg: "bench/...", may: []string{"internal/respwire"}},
+	{pkg: "bench/...", may: []string{"internal/respwire"}, ext: []string{"github.com/redis/go-redis/v9"}},
 	{pkg: "integration",
 		testMay: []string{"integration/...", "internal/testutil", "internal/respwire"}},
 	{pkg: "integration/...",

@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"raftset/internal/connq"
 )
 
 // Config says how peers prove themselves. With ServerTLS and ClientTLS set,
@@ -38,7 +40,7 @@ type StreamLayer struct {
 	cfg       Config
 	ln        net.Listener
 	advertise net.Addr
-	conns     chan net.Conn
+	queue     *connq.Queue // authenticated connections, for Accept
 	done      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -83,7 +85,7 @@ func Open(ln net.Listener, advertise net.Addr, cfg Config) (*StreamLayer, error)
 	if cfg.ServerTLS != nil && cfg.ServerTLS.ClientAuth != tls.RequireAndVerifyClientCert {
 		return nil, errors.New("peer TLS must require and verify the client's certificate")
 	}
-	s := &StreamLayer{cfg: cfg, ln: ln, advertise: advertise, conns: make(chan net.Conn), done: make(chan struct{}),
+	s := &StreamLayer{cfg: cfg, ln: ln, advertise: advertise, queue: connq.New(), done: make(chan struct{}),
 		inflight: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go s.acceptLoop()
@@ -99,19 +101,9 @@ func (s *StreamLayer) acceptLoop() {
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
-			select {
-			case <-s.done:
-				return
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if errors.Is(err, net.ErrClosed) {
+			if !connq.RetryAccept(err, s.done) {
 				return
 			}
-			time.Sleep(10 * time.Millisecond) // e.g. EMFILE: do not spin
 			continue
 		}
 		select {
@@ -134,11 +126,7 @@ func (s *StreamLayer) acceptLoop() {
 				s.refuse(c, err)
 				return
 			}
-			select {
-			case s.conns <- ac:
-			case <-s.done:
-				_ = ac.Close()
-			}
+			s.queue.Deliver(ac, s.done)
 		}()
 	}
 }
@@ -175,14 +163,7 @@ func (s *StreamLayer) serverSide(c net.Conn) (net.Conn, error) {
 }
 
 // Accept returns the next authenticated connection.
-func (s *StreamLayer) Accept() (net.Conn, error) {
-	select {
-	case c := <-s.conns:
-		return c, nil
-	case <-s.done:
-		return nil, net.ErrClosed
-	}
-}
+func (s *StreamLayer) Accept() (net.Conn, error) { return s.queue.Accept() }
 
 // Dial connects to a peer and authenticates both ways.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
@@ -243,6 +224,7 @@ func (s *StreamLayer) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.done)
+		s.queue.Close()
 		err = s.ln.Close()
 		s.mu.Lock()
 		for c := range s.inflight {

@@ -3,7 +3,6 @@ package raftmux
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"raftset/internal/connq"
 )
 
 // headerByte opens a connection for a group other than 0. hashicorp/raft's
@@ -50,6 +51,9 @@ func New(base raft.StreamLayer, headerTimeout time.Duration) *Mux {
 	return m
 }
 
+// Addr is the shared port's advertised address.
+func (m *Mux) Addr() net.Addr { return m.base.Addr() }
+
 // Unrouted counts connections closed because their header was malformed or
 // named a group this node does not host.
 func (m *Mux) Unrouted() uint64 { return m.unrouted.Load() }
@@ -68,7 +72,7 @@ func (m *Mux) Group(id uint32) (*Group, error) {
 	if _, ok := m.groups[id]; ok {
 		return nil, fmt.Errorf("raftmux: group %d already open", id)
 	}
-	g := &Group{m: m, id: id, conns: make(chan net.Conn), done: make(chan struct{})}
+	g := &Group{m: m, id: id, queue: connq.New()}
 	m.groups[id] = g
 	return g, nil
 }
@@ -78,15 +82,9 @@ func (m *Mux) acceptLoop() {
 	for {
 		c, err := m.base.Accept()
 		if err != nil {
-			select {
-			case <-m.done:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
+			if !connq.RetryAccept(err, m.done) {
 				return
 			}
-			time.Sleep(10 * time.Millisecond) // do not spin on a failing listener
 			continue
 		}
 		// Each connection's header is read on its own goroutine: a peer
@@ -124,13 +122,7 @@ func (m *Mux) route(c net.Conn) {
 		// pipelined RPC) are the group's.
 		rc = &bufferedConn{Conn: c, r: br}
 	}
-	select {
-	case g.conns <- rc:
-	case <-g.done:
-		_ = c.Close()
-	case <-m.done:
-		_ = c.Close()
-	}
+	g.queue.Deliver(rc, m.done)
 }
 
 // readHeader returns the group a connection is for, consuming the header
@@ -180,7 +172,7 @@ func (m *Mux) Close() error {
 	m.mu.Unlock()
 	err := m.base.Close()
 	for _, g := range groups {
-		g.closeOnce.Do(func() { close(g.done) })
+		g.queue.Close()
 	}
 	m.wg.Wait()
 	return err
@@ -188,24 +180,15 @@ func (m *Mux) Close() error {
 
 // Group is one Raft group's share of the port: a raft.StreamLayer.
 type Group struct {
-	m         *Mux
-	id        uint32
-	conns     chan net.Conn
-	done      chan struct{}
-	closeOnce sync.Once
+	m     *Mux
+	id    uint32
+	queue *connq.Queue // connections routed to the group, for Accept
 }
 
 var _ raft.StreamLayer = (*Group)(nil)
 
 // Accept returns the next connection for this group.
-func (g *Group) Accept() (net.Conn, error) {
-	select {
-	case c := <-g.conns:
-		return c, nil
-	case <-g.done:
-		return nil, net.ErrClosed
-	}
-}
+func (g *Group) Accept() (net.Conn, error) { return g.queue.Accept() }
 
 // Dial connects to a peer through the base layer (authenticating) and
 // names this group.
@@ -236,7 +219,7 @@ func (g *Group) Close() error {
 		delete(g.m.groups, g.id)
 	}
 	g.m.mu.Unlock()
-	g.closeOnce.Do(func() { close(g.done) })
+	g.queue.Close()
 	return nil
 }
 

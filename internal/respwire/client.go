@@ -120,6 +120,24 @@ func (c *Client) Call(ctx context.Context, args [][]byte) ([]byte, error) {
 	return reply, err
 }
 
+// CallParsed is Call with string arguments and the reply parsed; an error
+// reply is returned as the error too (its text, "ERR ...").
+func (c *Client) CallParsed(ctx context.Context, args ...string) (Reply, error) {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	raw, err := c.Call(ctx, b)
+	if err != nil {
+		return Reply{}, err
+	}
+	r, err := Parse(raw)
+	if err != nil {
+		return Reply{}, err
+	}
+	return r, r.Err()
+}
+
 // Send writes one command without reading its reply (for pipelining).
 func (c *Client) Send(args [][]byte) error {
 	c.out = AppendCommand(c.out[:0], args)

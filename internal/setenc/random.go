@@ -99,11 +99,15 @@ func (s *Set) pickPositions(src Source, count int) []int {
 
 // Pop removes and returns one uniformly chosen member (SPOP without count).
 // The caller deletes the key if the set is now empty.
-func (s *Set) Pop(src Source) []byte {
+func (s *Set) Pop(src Source) []byte { return s.PopAppend(nil, src) }
+
+// PopAppend is Pop that appends the member to dst (the same pick from the
+// same source), so that a caller copying it elsewhere reuses one buffer.
+func (s *Set) PopAppend(dst []byte, src Source) []byte {
 	p := Intn(src, s.Len())
-	m := s.memberAt(nil, p)
+	dst = s.memberAt(dst, p)
 	s.removeAt(p)
-	return m
+	return dst
 }
 
 // PopN removes and returns count members, 0 < count < Len (the caller handles

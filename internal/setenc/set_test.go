@@ -615,3 +615,35 @@ func TestMoveBlobStaysInItsBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestPopAppend checks that PopAppend picks what Pop picks from the same
+// source, in every encoding, and appends it after dst's bytes: the state
+// machine's SPOP uses it with a reused buffer, and replicas must agree.
+func TestPopAppend(t *testing.T) {
+	lim := DefaultLimits()
+	for _, tc := range []struct {
+		name    string
+		members [][]byte
+	}{
+		{"intset", seq("", 100)},
+		{"listpack", seq("m", 100)},
+		{"hashtable", seq("m", 300)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := sadd(nil, lim, tc.members...)
+			b, _ := sadd(nil, lim, tc.members...)
+			srcA, srcB := rand.New(rand.NewPCG(7, 8)), rand.New(rand.NewPCG(7, 8))
+			buf := []byte("prefix")
+			for a.Len() > 0 {
+				want := a.Pop(srcA)
+				buf = b.PopAppend(buf[:len("prefix")], srcB)
+				if got := buf[len("prefix"):]; !bytes.Equal(got, want) || string(buf[:len("prefix")]) != "prefix" {
+					t.Fatalf("PopAppend(%q) = %q, want prefix then Pop's %q", "prefix", buf, want)
+				}
+				if a.Len() != b.Len() {
+					t.Fatalf("Len after PopAppend = %d, want %d", b.Len(), a.Len())
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -28,15 +29,32 @@ func RequireTool(t testing.TB, name, pkg string) string {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// It never returns a port twice in one test binary: the kernel may hand
+// out a just-closed port again, and a test that asks for a node's client
+// and Raft ports before starting any would then give two listeners one
+// port (seen in CI: "bind: address already in use").
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // Redis is a redis-server started for one test.
 type Redis struct {

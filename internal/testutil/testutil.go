@@ -54,11 +54,20 @@ func (w *logBuffer) Write(p []byte) (int, error) {
 // up), never in place of a reply or a future that says when work is done.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Within(timeout, cond) {
+		t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	}
+}
+
+// Within polls cond until it holds (true) or timeout passes (false): WaitFor
+// for a test that tries something again when it did not happen.
+func Within(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+			return false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return true
 }

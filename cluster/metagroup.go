@@ -1,0 +1,221 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"raftset/fsm"
+	"raftset/internal/command"
+	"raftset/internal/respwire"
+)
+
+// The metadata group (docs/sharding.md, The metadata group) is a Raft group
+// on the shared port (group MetaGroup) whose voters are the members of the
+// bootstrap map's first shard. Its state machine is raftset's own, used as
+// a store of two string keys: the encoded cluster map (ShardMap.Encode,
+// epoch inside) and the shard-map directive it was bootstrapped from. The
+// map only changes by a compare-and-set script (metaCAS) from the map a
+// change was computed from to the next, so two drivers can never both
+// apply a change computed from the same map, and snapshots, restores,
+// forwarding to the leader and linearizable reads are the keyspace's,
+// already tested.
+const (
+	metaDir     = "meta"
+	metaMapKey  = "{raftset-meta}map"
+	metaBootKey = "{raftset-meta}bootstrap"
+	// cmdMetaMap asks a metadata member for the map, after a read barrier
+	// (raftset.shard <MetaGroup> raftset.metamap): how processes outside
+	// the group learn it.
+	cmdMetaMap = "raftset.metamap"
+	// metaCASScript replaces KEYS[1] by ARGV[2] only if it holds ARGV[1].
+	metaCASScript = `if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('set', KEYS[1], ARGV[2])
+return 1`
+)
+
+var errMapChanged = errors.New("the cluster map changed meanwhile")
+
+// metaVoters are the members of the bootstrap map's first shard.
+func (h *Host) metaVoters() []string { return h.bootstrap.Shards[0].Members }
+
+// startMeta starts this process's voter of the metadata group when it is
+// one of metaVoters, under dir/meta.
+func (h *Host) startMeta(cfg Config) error {
+	voters := h.metaVoters()
+	if !slices.Contains(voters, h.self) {
+		return nil
+	}
+	mc := cfg
+	mc.Shard = MetaGroup
+	mc.RaftPort = h.port
+	mc.DataDir = filepath.Join(cfg.DataDir, metaDir)
+	mc.Logger = cfg.Logger.With("group", "meta")
+	mc.Peers = nil
+	for _, v := range voters {
+		if a, ok := h.raftAddr[v]; ok {
+			mc.Peers = append(mc.Peers, Peer{ID: v, Addr: a})
+		}
+	}
+	n, err := New(mc, fsm.New(fsm.Config{Logger: mc.Logger}))
+	if err != nil {
+		return fmt.Errorf("cluster: metadata group: %w", err)
+	}
+	h.meta = n
+	return nil
+}
+
+// MetaNode is this process's voter of the metadata group, nil when it is
+// not one.
+func (h *Host) MetaNode() *Node { return h.meta }
+
+// adopt makes m the map commands are routed by if it is newer than the
+// one in use: maps only move forward, whoever hands them over.
+func (h *Host) adopt(m *ShardMap) {
+	for {
+		cur := h.smap.Load()
+		if m.Epoch <= cur.Epoch || h.smap.CompareAndSwap(cur, m) {
+			return
+		}
+	}
+}
+
+// readMeta reads the replicated map from this process's voter: nil (and
+// no error) before it was bootstrapped.
+func (h *Host) readMeta(ctx context.Context, stale bool) (*ShardMap, error) {
+	raw, err := h.readMetaKey(ctx, metaMapKey, stale)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	return DecodeShardMap(string(raw))
+}
+
+func (h *Host) readMetaKey(ctx context.Context, key string, stale bool) ([]byte, error) {
+	r := h.meta.ReadBatch(ctx, [][][]byte{{[]byte("get"), []byte(key)}}, stale)[0]
+	v, err := respwire.Parse(r)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("metadata group: GET %s: %w", key, err)
+	case v.Kind == '-':
+		return nil, fmt.Errorf("metadata group: GET %s: %s", key, v.Str)
+	case v.Null:
+		return nil, nil
+	}
+	return []byte(v.Str), nil
+}
+
+// refreshMap learns the newest map: a voter reads its own replica (stale:
+// it only ever moves the map forward, and a driver's changes are adopted
+// by the driver at once), and proposes the bootstrap map while there is
+// none; another process asks the voters, which answer after a barrier.
+func (h *Host) refreshMap() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if h.meta == nil {
+		h.fetchMap(ctx)
+		return
+	}
+	m, err := h.readMeta(ctx, true)
+	if err != nil {
+		h.log.Warn("reading the cluster map", "error", err)
+		return
+	}
+	if m == nil {
+		h.bootstrapMeta(ctx)
+		return
+	}
+	h.adopt(m)
+	if !h.bootChecked {
+		boot, err := h.readMetaKey(ctx, metaBootKey, true)
+		if err == nil {
+			h.bootChecked = true
+			if want := h.bootstrap.Encode(); string(boot) != want {
+				h.log.Warn("shard-map differs from the map this cluster was bootstrapped with: ignored, the replicated map wins (RAFT.SHARD MAP shows it)",
+					"bootstrap", string(boot), "directive", want)
+			}
+		}
+	}
+}
+
+// bootstrapMeta proposes the shard-map directive as the first map (epoch
+// 1). MSETNX makes the first proposal win and every later one a no-op, so
+// every voter may try until one of them is applied.
+func (h *Host) bootstrapMeta(ctx context.Context) {
+	first := h.bootstrap.clone()
+	first.Epoch = 1
+	boot := h.bootstrap.Encode()
+	r, _ := h.meta.WriteIndexed(ctx, []command.Op{command.Cmd([]byte("msetnx"),
+		[]byte(metaMapKey), []byte(first.Encode()), []byte(metaBootKey), []byte(boot))})
+	if command.IsError(r[0]) {
+		h.log.Debug("bootstrapping the cluster map", "reply", string(r[0]))
+	}
+}
+
+// fetchMap asks the metadata voters, in order, for the map.
+func (h *Host) fetchMap(ctx context.Context) {
+	for _, v := range h.metaVoters() {
+		addr := h.clientAddr(v)
+		if addr == "" {
+			continue
+		}
+		o := h.call(ctx, &h.pool, addr, MetaGroup, [][]byte{[]byte(cmdMetaMap)})
+		if o.kind != applied {
+			continue
+		}
+		r, err := respwire.Parse(o.reply)
+		if err != nil || r.Kind != '$' || r.Null {
+			continue
+		}
+		m, err := DecodeShardMap(r.Str)
+		if err != nil {
+			h.log.Warn("a cluster map that does not decode", "from", v, "error", err)
+			continue
+		}
+		h.adopt(m)
+		return
+	}
+}
+
+// serveMetaMap answers raftset.metamap on a voter: the map after a read
+// barrier, so never older than one the caller saw from any voter.
+func (h *Host) serveMetaMap(ctx context.Context) []byte {
+	raw, err := h.readMetaKey(ctx, metaMapKey, false)
+	if err != nil {
+		return command.Error("TRYAGAIN " + err.Error())
+	}
+	if raw == nil {
+		return []byte("$-1\r\n")
+	}
+	return command.AppendBulk(nil, raw)
+}
+
+// metaCAS replaces the replicated map old by next, and adopts next here.
+// errMapChanged: another change came first (nothing done). While the group
+// has no leader the write is repeated: a repeat of a write that was
+// applied finds next in place, which is success too.
+func (h *Host) metaCAS(ctx context.Context, old, next *ShardMap) error {
+	oldEnc, nextEnc := old.Encode(), next.Encode()
+	op := command.Cmd([]byte("eval"), []byte(metaCASScript), []byte("1"), []byte(metaMapKey), []byte(oldEnc), []byte(nextEnc))
+	r, err := h.retry(ctx, func() []byte {
+		r, _ := h.meta.WriteIndexed(ctx, []command.Op{op})
+		return r[0]
+	})
+	if err == nil && string(r) == ":1\r\n" {
+		h.adopt(next)
+		return nil
+	}
+	// Refused, or 0: either another change won, or this one was applied by
+	// an earlier attempt whose reply was lost. The map says which.
+	cur, rerr := h.readMeta(ctx, false)
+	if rerr == nil && cur != nil && cur.Encode() == nextEnc {
+		h.adopt(next)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("metadata group: %w", err)
+	}
+	return errMapChanged
+}

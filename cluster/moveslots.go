@@ -1,0 +1,428 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"raftset/internal/command"
+	"raftset/internal/respwire"
+	"raftset/internal/slot"
+)
+
+// Moving slots online (docs/sharding.md, Moving a slot): RAFT.SHARD
+// MOVESLOTS runs on the metadata leader's process, which drives every
+// step through the logs that own it. The plan lives in the map (ShardMap.Move)
+// with the epochs the steps carry, so a driver that stopped half way (its
+// process died, a step failed) leaves a map from which running the same
+// command again completes the move: every step is idempotent for its epoch.
+
+const (
+	// cmdMoveSlots is RAFT.SHARD MOVESLOTS relayed to the metadata leader's
+	// process: raftset.shard <MetaGroup> raftset.moveslots first last to
+	// [relayed].
+	cmdMoveSlots = "raftset.moveslots"
+	// cmdSlotStep is one slot migration step for a shard's leader
+	// (raftset.slotstep <TypeSlot entry>), relayed by its followers.
+	cmdSlotStep = "raftset.slotstep"
+	// cmdExportSlot is raftset.exportslot <slot> first|after <key> <max>:
+	// a batch of a frozen slot's keys from any replica, after a barrier.
+	cmdExportSlot = "raftset.exportslot"
+
+	moveCallTimeout = 2 * time.Minute
+	// stepRetry bounds how long one step is retried while its shard has no
+	// leader or holds slot steps back (TRYAGAIN, CLUSTERDOWN).
+	stepRetry = 30 * time.Second
+	// exportBytes is the size of an import batch.
+	exportBytes = 256 << 10
+	// copyWorkers is how many slots are copied at once.
+	copyWorkers = 16
+)
+
+var relayedArg = []byte("relayed")
+
+// moveSlots runs RAFT.SHARD MOVESLOTS here when this process's metadata
+// voter leads, else on the metadata leader's process (one hop from a voter,
+// two from a process outside the group).
+func (h *Host) moveSlots(ctx context.Context, first, last int, to uint32, relayed bool) []byte {
+	args := [][]byte{[]byte(cmdMoveSlots), []byte(strconv.Itoa(first)), []byte(strconv.Itoa(last)),
+		[]byte(strconv.FormatUint(uint64(to), 10))}
+	return h.relayToMeta(ctx, "MOVESLOTS", args, relayed, func() []byte { return h.driveMove(ctx, first, last, to) })
+}
+
+// driveMove moves slots first..last to shard to, or completes the move of
+// exactly that range that the map shows in progress.
+func (h *Host) driveMove(ctx context.Context, first, last int, to uint32) []byte {
+	h.moveMu.Lock()
+	defer h.moveMu.Unlock()
+	if err := h.move(ctx, first, last, to); err != nil {
+		if errors.Is(err, errMoveSuperseded) {
+			// Nothing to resume: running the command again would start a
+			// new move.
+			return command.Error("ERR MOVESLOTS " + strconv.Itoa(first) + "-" + strconv.Itoa(last) + " to shard " +
+				strconv.FormatUint(uint64(to), 10) + ": " + err.Error())
+		}
+		return command.Error("ERR MOVESLOTS " + strconv.Itoa(first) + "-" + strconv.Itoa(last) + " to shard " +
+			strconv.FormatUint(uint64(to), 10) + ": " + err.Error() + " (run it again to resume)")
+	}
+	return command.OK
+}
+
+func (h *Host) move(ctx context.Context, first, last int, to uint32) error {
+	cur, err := h.readMetaRetry(ctx)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		return errors.New("the cluster map is not bootstrapped yet")
+	}
+	if _, ok := cur.Shard(to); !ok {
+		return fmt.Errorf("no shard %d in the map", to)
+	}
+	mv := cur.Move
+	if mv != nil && mv.Abort != 0 {
+		return fmt.Errorf("the move of slots %d-%d from shard %d to %d is being aborted: run RAFT.SHARD ABORT to finish that first", mv.First, mv.Last, mv.From, mv.To)
+	}
+	if mv != nil && (mv.First != first || mv.Last != last || mv.To != to) {
+		return fmt.Errorf("slots %d-%d are moving from shard %d to %d: complete that move first", mv.First, mv.Last, mv.From, mv.To)
+	}
+	if mv == nil {
+		from := cur.ShardOf(first)
+		for s := first; s <= last; s++ {
+			if cur.ShardOf(s) != from {
+				return fmt.Errorf("slots %d and %d are in different shards: move one shard's range at a time", first, s)
+			}
+		}
+		if from == to {
+			return nil
+		}
+		// Plan: nothing changes for clients yet.
+		next := cur.clone()
+		next.Epoch++
+		next.Move = &SlotMove{First: first, Last: last, From: from, To: to, Epoch: next.Epoch}
+		if err := h.metaCAS(ctx, cur, next); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+		cur, mv = next, next.Move
+		h.log.Info("moving slots", "first", first, "last", last, "from", from, "to", to, "epoch", mv.Epoch)
+	}
+	if mv.Flip == 0 {
+		e := mv.Epoch
+		// The target owns every slot from its start (epoch 0) with no key
+		// in it: it gives the range up before importing it.
+		if _, err := h.slotStep(ctx, mv.To, command.SlotOp{Action: command.SlotDrop, First: first, Last: last, Epoch: e}); err != nil {
+			return fmt.Errorf("drop in shard %d before the import: %w", mv.To, h.aborted(ctx, mv, err))
+		}
+		if err := h.fault("freeze"); err != nil {
+			return err
+		}
+		if _, err := h.slotStep(ctx, mv.From, command.SlotOp{Action: command.SlotFreeze, First: first, Last: last, Epoch: e}); err != nil {
+			return fmt.Errorf("freeze in shard %d: %w", mv.From, h.aborted(ctx, mv, err))
+		}
+		if err := h.fault("copy"); err != nil {
+			return err
+		}
+		if err := h.copySlots(ctx, mv.From, mv.To, first, last, e); err != nil {
+			return h.aborted(ctx, mv, err)
+		}
+		if err := h.fault("flip"); err != nil {
+			return err
+		}
+		// Flip: from this map on, the slots are To's.
+		next := cur.withOwner(first, last, mv.To)
+		next.Epoch++
+		next.Move.Flip = next.Epoch
+		if err := h.metaCAS(ctx, cur, next); err != nil {
+			return fmt.Errorf("flip: %w", err)
+		}
+		cur, mv = next, next.Move
+	}
+	if _, err := h.slotStep(ctx, mv.To, command.SlotOp{Action: command.SlotOwn, First: first, Last: last, Epoch: mv.Flip}); err != nil {
+		return fmt.Errorf("own in shard %d: %w", mv.To, err)
+	}
+	if err := h.fault("drop"); err != nil {
+		return err
+	}
+	if _, err := h.slotStep(ctx, mv.From, command.SlotOp{Action: command.SlotDrop, First: first, Last: last, Epoch: mv.Flip}); err != nil {
+		return fmt.Errorf("drop in shard %d: %w", mv.From, err)
+	}
+	next := cur.clone()
+	next.Epoch++
+	next.Move = nil
+	if err := h.metaCAS(ctx, cur, next); err != nil {
+		return fmt.Errorf("stable: %w", err)
+	}
+	h.log.Info("moved slots", "first", first, "last", last, "from", mv.From, "to", mv.To, "epoch", next.Epoch)
+	return nil
+}
+
+// errMoveSuperseded: the map no longer shows the move this driver runs.
+var errMoveSuperseded = errors.New("the move is no longer in the map")
+
+// supersededError is errMoveSuperseded with what became of the move.
+type supersededError struct{ msg string }
+
+func (e *supersededError) Error() string        { return e.msg }
+func (e *supersededError) Is(target error) bool { return target == errMoveSuperseded }
+
+// aborted returns the error of a step of move mv that failed, saying so
+// when the map shows mv no longer: a driver on a former metadata leader
+// (a leadership change during the move) whose move RAFT.SHARD ABORT undid
+// through the new leader, and whose step the abort's outranked (shard A
+// refuses a freeze older than the abort's SlotAbort, shard B an import or
+// drop older than its drop); or whose move another driver completed. That
+// driver must stop; it has nothing to resume.
+func (h *Host) aborted(ctx context.Context, mv *SlotMove, err error) error {
+	cur, rerr := h.readMetaRetry(ctx)
+	if rerr != nil || cur == nil {
+		return err
+	}
+	if m := cur.Move; m != nil && m.Epoch == mv.Epoch && m.Abort == 0 {
+		return err // still this move: a failure to retry
+	}
+	what := "aborted"
+	if cur.ShardOf(mv.First) == mv.To {
+		what = "completed by another driver"
+	}
+	return &supersededError{fmt.Sprintf("the move of epoch %d was %s (map epoch %d), and the step was refused: %v; this driver stopped",
+		mv.Epoch, what, cur.Epoch, err)}
+}
+
+// readMetaRetry reads the replicated map as the driver starts from it
+// (linearizable), again while the metadata group cannot serve the read
+// yet (a new leader that has not committed an entry of its term, or
+// could not confirm its leadership: TRYAGAIN), for at most stepRetry.
+func (h *Host) readMetaRetry(ctx context.Context) (*ShardMap, error) {
+	var m *ShardMap
+	_, err := h.retry(ctx, func() []byte {
+		var err error
+		if m, err = h.readMeta(ctx, false); err != nil {
+			if strings.Contains(err.Error(), ": TRYAGAIN ") || strings.Contains(err.Error(), ": CLUSTERDOWN ") {
+				return command.Error("TRYAGAIN " + err.Error())
+			}
+			return command.Error("ERR " + err.Error())
+		}
+		return command.OK
+	})
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "TRYAGAIN "), "ERR "))
+	}
+	return m, nil
+}
+
+// copySlots copies slots first..last, copyWorkers at a time: each slot is
+// a barrier and an entry in each shard, and concurrent ones share their
+// fsyncs (group commit) and read barriers.
+func (h *Host) copySlots(ctx context.Context, from, to uint32, first, last int, e uint64) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	errs := make(chan error, copyWorkers)
+	var wg sync.WaitGroup
+	for range copyWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range next {
+				if err := h.copySlot(ctx, from, to, s, e); err != nil {
+					errs <- fmt.Errorf("copy of slot %d: %w", s, err)
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+feed:
+	for s := first; s <= last; s++ {
+		select {
+		case next <- s:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// copySlot exports slot s from a replica of shard from, batch by batch,
+// and imports each into shard to at epoch e. A repeated batch replaces
+// what it carried, so a copy repeated after a failure never duplicates.
+func (h *Host) copySlot(ctx context.Context, from, to uint32, s int, e uint64) error {
+	mode, after := "first", []byte{}
+	for {
+		r, err := h.retry(ctx, func() []byte {
+			return h.shardCall(ctx, from, [][]byte{[]byte(cmdExportSlot), []byte(strconv.Itoa(s)), []byte(mode), after,
+				[]byte(strconv.Itoa(exportBytes))})
+		})
+		if err != nil {
+			return fmt.Errorf("export from shard %d: %w", from, err)
+		}
+		parts, perr := respwire.SplitArray(r)
+		if perr != nil || len(parts) != 3 {
+			return fmt.Errorf("export from shard %d: unexpected reply %q", from, r)
+		}
+		batch, err1 := respwire.Parse(parts[0])
+		lastKey, err2 := respwire.Parse(parts[1])
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("export from shard %d: unexpected reply %q", from, r)
+		}
+		done := string(parts[2]) == ":1\r\n"
+		if done && mode == "first" && emptyBatch(batch.Str) {
+			// Nothing to import: the target owns the slot from unowned.
+			// Most slots of a range are empty on a small dataset, and an
+			// entry per slot is what a move costs most.
+			return nil
+		}
+		if _, err := h.slotStep(ctx, to, command.SlotOp{Action: command.SlotImport, First: s, Last: s, Epoch: e, Batch: []byte(batch.Str)}); err != nil {
+			return fmt.Errorf("import into shard %d: %w", to, err)
+		}
+		if done {
+			return nil
+		}
+		mode, after = "after", []byte(lastKey.Str)
+	}
+}
+
+// slotStep proposes op in shard id's log, through its leader, retrying
+// while the shard cannot take it yet.
+func (h *Host) slotStep(ctx context.Context, id uint32, op command.SlotOp) ([]byte, error) {
+	ent := command.Entry{Type: command.TypeSlot, Slot: &op}
+	args := [][]byte{[]byte(cmdSlotStep), ent.Encode(nil)}
+	return h.retry(ctx, func() []byte { return h.shardCall(ctx, id, args) })
+}
+
+// retry calls f until its reply is neither TRYAGAIN nor CLUSTERDOWN (the
+// steps are idempotent, so an unknown outcome is simply repeated), for at
+// most stepRetry; an error reply is the error.
+func (h *Host) retry(ctx context.Context, f func() []byte) ([]byte, error) {
+	deadline := time.Now().Add(stepRetry)
+	for {
+		r := f()
+		transient := strings.HasPrefix(string(r), "-TRYAGAIN") || strings.HasPrefix(string(r), "-CLUSTERDOWN")
+		if !command.IsError(r) {
+			return r, nil
+		}
+		if !transient || time.Now().After(deadline) {
+			return nil, errors.New(strings.TrimSpace(string(r[1:])))
+		}
+		if err := h.pause(ctx, 100*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// shardCall runs an internal call on shard id: on the replica here, else
+// on the first member process that answers.
+func (h *Host) shardCall(ctx context.Context, id uint32, args [][]byte) []byte {
+	if n, ok := h.held.Load().nodes[id]; ok {
+		return n.Internal(ctx, args)
+	}
+	sh, ok := h.Map().Shard(id)
+	if !ok {
+		return command.Error("ERR no shard " + strconv.FormatUint(uint64(id), 10))
+	}
+	for _, mem := range sh.Members {
+		addr := h.clientAddr(mem)
+		if addr == "" {
+			continue
+		}
+		o := h.call(ctx, &h.movePool, addr, id, args)
+		switch o.kind {
+		case applied, refused:
+			return o.reply
+		}
+	}
+	return command.Error("TRYAGAIN no member of shard " + strconv.FormatUint(uint64(id), 10) + " answered")
+}
+
+// serveSlotStep is raftset.slotstep: proposed here when this node leads,
+// else relayed to the leader.
+func (n *Node) serveSlotStep(ctx context.Context, args [][]byte) []byte {
+	op, bad := parseSlotStep(args, n.readFormat())
+	if bad != nil {
+		return bad
+	}
+	return n.ProposeSlot(ctx, op)
+}
+
+// parseSlotStep decodes a step. An entry of a format above read is
+// refused as a release that reads only up to read refuses it (its decoder
+// fails): giveBack relies on that reply.
+func parseSlotStep(args [][]byte, read int) (command.SlotOp, []byte) {
+	if len(args) != 2 {
+		return command.SlotOp{}, command.Error(command.ErrArity(cmdSlotStep))
+	}
+	e, err := command.Decode(args[1])
+	if err != nil || e.Type != command.TypeSlot || e.Slot == nil || int(e.Version()) > read {
+		return command.SlotOp{}, command.Error("ERR " + notASlotStep)
+	}
+	return *e.Slot, nil
+}
+
+// slotExporter is the part of *fsm.FSM that exports a frozen slot.
+type slotExporter interface {
+	ExportSlot(s int, after []byte, maxBytes int) (batch, last []byte, done bool, err error)
+}
+
+// serveExportSlot is raftset.exportslot: after a linearizable barrier (the
+// freeze that precedes the call is applied here), a batch of the slot's
+// keys, the last key in it, and whether it was the last batch.
+func (n *Node) serveExportSlot(ctx context.Context, args [][]byte) []byte {
+	if len(args) != 5 {
+		return command.Error(command.ErrArity(cmdExportSlot))
+	}
+	s, err1 := strconv.Atoi(string(args[1]))
+	max, err2 := strconv.Atoi(string(args[4]))
+	if err1 != nil || err2 != nil || s < 0 || s >= slot.Count || max <= 0 {
+		return command.Error("ERR " + cmdExportSlot + ": bad slot or size")
+	}
+	var after []byte
+	if strings.EqualFold(string(args[2]), "after") {
+		after = args[3]
+	}
+	ex, ok := n.fsm.(slotExporter)
+	if !ok {
+		return command.Error("ERR " + cmdExportSlot + ": this state machine cannot export")
+	}
+	if reply := n.linearize(ctx); reply != nil {
+		return reply
+	}
+	batch, last, done, err := ex.ExportSlot(s, after, max)
+	if err != nil {
+		return command.Error("ERR slot " + strconv.Itoa(s) + ": " + err.Error())
+	}
+	out := command.AppendArray(nil, 3)
+	out = command.AppendBulk(out, batch)
+	out = command.AppendBulk(out, last)
+	d := int64(0)
+	if done {
+		d = 1
+	}
+	return command.AppendInt(out, d)
+}
+
+// fault is a test's failure injected before a step of the driver.
+func (h *Host) fault(step string) error {
+	if f := h.moveFault.Load(); f != nil {
+		return (*f)(step)
+	}
+	return nil
+}
+
+// emptyBatch reports an export batch of no key: its version byte, then a
+// count of 0 (fsm's batch format, docs/sharding.md).
+func emptyBatch(b string) bool { return len(b) == 2 && b[1] == 0 }
+
+// notASlotStep is the refusal of a slot step the replica cannot decode.
+// Releases from before SlotAbort answer an abort's step with exactly this
+// text, and giveBack falls back on it: it must not change.
+const notASlotStep = cmdSlotStep + ": not a slot step"

@@ -1,0 +1,152 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"raftset/fsm"
+	"raftset/internal/testutil"
+)
+
+// heldFSM is the real state machine whose applies wait while it is held:
+// a replica that stores entries but applies them late.
+type heldFSM struct {
+	*fsm.FSM
+	mu   sync.Mutex
+	open chan struct{} // closed: applies run
+}
+
+func newHeldFSM() *heldFSM {
+	g := &heldFSM{FSM: fsm.New(fsm.Config{}), open: make(chan struct{})}
+	close(g.open)
+	return g
+}
+
+func (g *heldFSM) gate() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open
+}
+
+func (g *heldFSM) hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open = make(chan struct{})
+}
+
+func (g *heldFSM) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.open)
+}
+
+func (g *heldFSM) Apply(l *raft.Log) interface{} {
+	<-g.gate()
+	return g.FSM.Apply(l)
+}
+
+func (g *heldFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	<-g.gate()
+	return g.FSM.ApplyBatch(logs)
+}
+
+// A new cluster's first leader (n1, its clock an hour ahead) stamps a
+// write; leadership moves to n2 (an hour behind) before n2 applied any
+// stamped entry. n2 must take the cluster's time from n1's entries, not
+// from its own wall clock: a write it takes meanwhile waits (or is refused
+// with -TRYAGAIN) until it applied them, and then both keys have their
+// full TTL on n2. Taking over from its wall clock, n2 stamped its write two
+// hours behind n1's entries, and applying them stepped its clock forward
+// past that write's deadline (docs/jepsen.md, findings).
+func TestNewLeaderTakesTheClusterTimeFromTheLog(t *testing.T) {
+	offsets := []time.Duration{time.Hour, -time.Hour, 0}
+	var peers []Peer
+	var trans []*raft.InmemTransport
+	for i := range offsets {
+		addr, tr := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("n%d", i+1)))
+		trans = append(trans, tr)
+		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: string(addr)})
+	}
+	for i := range trans {
+		for j := range trans {
+			if i != j {
+				trans[i].Connect(raft.ServerAddress(peers[j].Addr), trans[j])
+			}
+		}
+	}
+	var nodes []*Node
+	var fsms []*heldFSM
+	for i, off := range offsets {
+		cfg := fastConfig(t, peers[i].ID)
+		cfg.Transport, cfg.Peers, cfg.ClockOffset = trans[i], peers, off
+		f := newHeldFSM()
+		if i == 1 {
+			f.hold() // n2 stores entries but applies none yet
+			// and never stands for election on its own: it must not be
+			// the new cluster's first leader, whose clock starts it.
+			cfg.HeartbeatTimeout, cfg.ElectionTimeout = time.Minute, time.Minute
+		}
+		fsms = append(fsms, f)
+		nodes = append(nodes, mustNode(t, cfg, f, false))
+	}
+	ctx := context.Background()
+	// n1 or n3 leads first.
+	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool {
+		for _, n := range nodes {
+			if n.IsLeader() {
+				return true
+			}
+		}
+		return false
+	})
+	for i, n := range nodes {
+		if n.IsLeader() && i != 0 {
+			if r := string(n.Admin(ctx, args("raft.transfer", "n1"))); r != "+OK\r\n" {
+				t.Fatalf("RAFT.TRANSFER n1 = %q", r)
+			}
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, "n1 to lead", nodes[0].IsLeader)
+	if r := write1(t, nodes[0], "set", "k1", "v", "ex", "100"); r != "+OK\r\n" {
+		t.Fatalf("SET k1 on n1 = %q", r)
+	}
+	// n2 has the entry in its log (n1 and n3 committed it; Raft stores it on
+	// n2 before applying), but applied nothing.
+	testutil.WaitFor(t, 10*time.Second, "n2 to store n1's entries", func() bool {
+		return nodes[1].raft.LastIndex() >= nodes[0].raft.LastIndex()
+	})
+	last := nodes[0].raft.LastIndex()
+	if r := string(nodes[0].Admin(ctx, args("raft.transfer", "n2"))); r != "+OK\r\n" {
+		t.Fatalf("RAFT.TRANSFER n2 = %q", r)
+	}
+	testutil.WaitFor(t, 10*time.Second, "n2 to lead", nodes[1].IsLeader)
+	done := make(chan string, 1)
+	go func() {
+		for {
+			r := write1(t, nodes[1], "set", "k2", "v", "ex", "100")
+			if !strings.HasPrefix(r, "-TRYAGAIN") {
+				done <- r
+				return
+			}
+		}
+	}()
+	// The write is taken before n2 applies anything: its log grows past its
+	// term's first entry (last+1) with the write, or the barrier that makes
+	// the write wait.
+	testutil.WaitFor(t, 10*time.Second, "n2 to take the write", func() bool { return nodes[1].raft.LastIndex() >= last+2 })
+	fsms[1].release()
+	if r := <-done; r != "+OK\r\n" {
+		t.Fatalf("SET k2 on n2 = %q", r)
+	}
+	for _, k := range []string{"k1", "k2"} {
+		if r := string(nodes[1].Read(ctx, args("ttl", k), false)); r != ":100\r\n" && r != ":99\r\n" {
+			t.Errorf("TTL %s on n2 = %q, want about 100: cluster time moved", k, r)
+		}
+	}
+}

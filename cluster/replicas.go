@@ -1,0 +1,385 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"raftset/internal/command"
+	"raftset/internal/respwire"
+)
+
+// Moving a replica (docs/sharding.md, Placement): RAFT.SHARD ADDREPLICA
+// <shard> <node> and REMOVEREPLICA <shard> <node> run on the metadata
+// leader's process (relayToMeta, as ADDSHARD). Adding: the shard's leader
+// makes the node a non-voter (RAFT.JOIN's path), the map names it a member
+// (one compare-and-set, new epoch, and an "added" record so that its
+// replica joins instead of bootstrapping), the node's Host starts the
+// replica on its next map refresh, the replica asks for promotion once
+// caught up (membership.go), and the command answers once the shard's
+// leader lists it as a voter. Removing: the shard's leader removes it from
+// the group, then the map drops it, and the node's Host closes its replica
+// on its next map refresh (its directory stays: stopRemovedShards).
+
+const (
+	// cmdAddReplica, cmdRemoveReplica are RAFT.SHARD ADDREPLICA and
+	// REMOVEREPLICA relayed to the metadata leader's process:
+	// raftset.addreplica <shard> <node> [relayed].
+	cmdAddReplica    = "raftset.addreplica"
+	cmdRemoveReplica = "raftset.removereplica"
+	// cmdAddMember, cmdRemoveMember, cmdSuffrage are sent to any member of
+	// a shard and run on its leader: RAFT.JOIN <node> <raft-addr>,
+	// RAFT.REMOVE <node>, and the node's suffrage in the leader's latest
+	// configuration ("voter", "nonvoter", or empty: not a member).
+	cmdAddMember    = "raftset.addmember"
+	cmdRemoveMember = "raftset.removemember"
+	cmdSuffrage     = "raftset.suffrage"
+
+	// promoteWait bounds how long ADDREPLICA waits for the new replica to
+	// catch up and become a voter (it copies the shard's snapshot and log).
+	promoteWait = 60 * time.Second
+)
+
+// replicaCmd is RAFT.SHARD ADDREPLICA|REMOVEREPLICA <shard> <node>.
+func (h *Host) replicaCmd(ctx context.Context, args [][]byte) []byte {
+	sub := strings.ToLower(string(args[1]))
+	if len(args) != 4 {
+		return command.Error(command.ErrArity("raft.shard|" + sub))
+	}
+	return h.replicaArgs(ctx, sub == "addreplica", args[2], args[3], false)
+}
+
+func (h *Host) replicaArgs(ctx context.Context, add bool, shard, node []byte, relayed bool) []byte {
+	what, name := "REMOVEREPLICA", cmdRemoveReplica
+	if add {
+		what, name = "ADDREPLICA", cmdAddReplica
+	}
+	id, err := strconv.ParseUint(string(shard), 10, 32)
+	if err != nil || id >= uint64(MetaGroup) {
+		return command.Error("ERR " + what + " wants <shard> <node>: shard id is not an integer")
+	}
+	if len(node) == 0 || strings.ContainsAny(string(node), " \t;:,@=") {
+		return command.Error("ERR " + what + ": bad node id " + strconv.Quote(string(node)))
+	}
+	args := [][]byte{[]byte(name), shard, node}
+	return h.relayToMeta(ctx, what, args, relayed, func() []byte {
+		h.moveMu.Lock()
+		defer h.moveMu.Unlock()
+		var err error
+		if add {
+			err = h.driveAddReplica(ctx, uint32(id), string(node))
+		} else {
+			err = h.driveRemoveReplica(ctx, uint32(id), string(node))
+		}
+		if err != nil {
+			return command.Error("ERR " + what + ": " + err.Error())
+		}
+		return command.OK
+	})
+}
+
+// replicationFactor is the configured number of replicas per shard: the
+// bootstrap map's first shard's (raftset cluster create gives every shard
+// the same).
+func (h *Host) replicationFactor() int { return len(h.bootstrap.Shards[0].Members) }
+
+// settledShard reads the replicated map (readMetaSettled) and its shard
+// id.
+func (h *Host) settledShard(ctx context.Context, id uint32) (*ShardMap, Shard, error) {
+	cur, err := h.readMetaSettled(ctx)
+	if err != nil {
+		return nil, Shard{}, err
+	}
+	if cur == nil {
+		return nil, Shard{}, errors.New("the cluster map is not bootstrapped yet")
+	}
+	sh, ok := cur.Shard(id)
+	if !ok {
+		return nil, Shard{}, fmt.Errorf("no shard %d", id)
+	}
+	return cur, sh, nil
+}
+
+func (h *Host) driveAddReplica(ctx context.Context, id uint32, node string) error {
+	cur, sh, err := h.settledShard(ctx, id)
+	if err != nil {
+		return err
+	}
+	raftAddr, ok := h.raftAddrIn(cur, node)
+	if !ok {
+		return fmt.Errorf("unknown node %q (not in peers, nor added by RAFT.SHARD ADDNODE)", node)
+	}
+	if slices.Contains(sh.Members, node) {
+		return fmt.Errorf("node %s already holds a replica of shard %d (two replicas of a shard on one node)", node, id)
+	}
+	// The group first: a map naming the node before the group knows it
+	// would start a replica no leader talks to. A repeat after a failure
+	// finds the node a member already (RAFT.JOIN is idempotent).
+	if _, err := h.retry(ctx, func() []byte {
+		return h.shardCall(ctx, id, [][]byte{[]byte(cmdAddMember), []byte(node), []byte(raftAddr)})
+	}); err != nil {
+		return fmt.Errorf("adding %s to shard %d's group: %w", node, id, err)
+	}
+	next := cur.clone()
+	next.Epoch++
+	for i := range next.Shards {
+		if next.Shards[i].ID == id {
+			next.Shards[i].Members = append(next.Shards[i].Members, node)
+		}
+	}
+	if next.Added == nil {
+		next.Added = map[uint32][]string{}
+	}
+	next.Added[id] = append(next.Added[id], node)
+	if err := h.metaCAS(ctx, cur, next); err != nil {
+		return fmt.Errorf("recording %s in shard %d's members: %w", node, id, err)
+	}
+	h.log.Info("added a replica", "shard", id, "node", node, "epoch", next.Epoch)
+	h.startNewShards()
+	return h.waitSuffrage(ctx, id, node, "voter")
+}
+
+func (h *Host) driveRemoveReplica(ctx context.Context, id uint32, node string) error {
+	cur, sh, err := h.settledShard(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(sh.Members, node) {
+		return fmt.Errorf("node %s holds no replica of shard %d", node, id)
+	}
+	if r := h.replicationFactor(); len(sh.Members)-1 < r/2+1 {
+		return fmt.Errorf("shard %d would keep %d of its %d configured replicas, less than a majority", id, len(sh.Members)-1, r)
+	}
+	if held := cur.Hosts(node); len(held) == 1 || h.homeOf(ctx, cur, node) == id {
+		// Not built: a process losing its last replica, or its home
+		// shard (keyless commands, ACL users).
+		return fmt.Errorf("shard %d is node %s's only or home shard; add it another replica first", id, node)
+	}
+	if err := h.leadElsewhere(ctx, sh, node); err != nil {
+		return err
+	}
+	if _, err := h.retry(ctx, func() []byte {
+		r := h.shardCall(ctx, id, [][]byte{[]byte(cmdRemoveMember), []byte(node)})
+		if strings.HasPrefix(string(r), "-ERR no member with id") {
+			return command.OK // removed by an earlier attempt
+		}
+		return r
+	}); err != nil {
+		return fmt.Errorf("removing %s from shard %d's group: %w", node, id, err)
+	}
+	next := cur.clone()
+	next.Epoch++
+	for i := range next.Shards {
+		if next.Shards[i].ID == id {
+			next.Shards[i].Members = slices.DeleteFunc(next.Shards[i].Members, func(m string) bool { return m == node })
+		}
+	}
+	if a := slices.DeleteFunc(next.Added[id], func(m string) bool { return m == node }); len(a) > 0 {
+		next.Added[id] = a
+	} else {
+		delete(next.Added, id)
+	}
+	if err := h.metaCAS(ctx, cur, next); err != nil {
+		return fmt.Errorf("dropping %s from shard %d's members: %w", node, id, err)
+	}
+	h.log.Info("removed a replica", "shard", id, "node", node, "epoch", next.Epoch)
+	h.stopRemovedShards()
+	// If the node led the shard nonetheless (elected again after the
+	// transfer) it stepped down: answer once the others elected, so that
+	// what runs next (the next move of a rebalance, a client's command)
+	// finds the shard served.
+	return h.waitLeaderOtherThan(ctx, id, node)
+}
+
+// cmdHome asks a process for its home shard: raftset.shard <MetaGroup>
+// raftset.home, answered by any process (metaInternal) with the id, or -1
+// while it holds no replica.
+const cmdHome = "raftset.home"
+
+// homeOf is node's home shard: as its process answers (the lowest id it
+// held at start, or for a process started with none its first replica,
+// whatever ADDREPLICA gave it since), else, when its process does not
+// answer (down: removing its replicas is how one replaces it), the lowest
+// id the map gives it, which it takes as home when it starts again.
+func (h *Host) homeOf(ctx context.Context, m *ShardMap, node string) uint32 {
+	held := m.Hosts(node)
+	if node == h.self {
+		if home := h.Home(); home != nil {
+			return home.cfg.Shard
+		}
+		return held[0]
+	}
+	if addr := h.clientAddrIn(m, node); addr != "" {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		o := h.call(cctx, &h.pool, addr, MetaGroup, [][]byte{[]byte(cmdHome)})
+		cancel()
+		if o.kind == applied {
+			if v, err := respwire.Parse(o.reply); err == nil && v.Kind == ':' {
+				if id, err := strconv.ParseUint(v.Str, 10, 32); err == nil {
+					return uint32(id)
+				}
+			}
+		}
+	}
+	return held[0]
+}
+
+// leadElsewhere moves sh's leadership off node before node leaves it. A
+// leader that removes itself steps down and the others elect only after
+// an election timeout; meanwhile they still name it, while its process,
+// which no longer holds the shard, sends the shard's commands back to a
+// member, and cluster clients bounced between the two until they gave up
+// (go-redis: MOVED after MaxRedirects). A transfer hands leadership over
+// with no such gap, and every member knows the new leader before node
+// leaves.
+func (h *Host) leadElsewhere(ctx context.Context, sh Shard, node string) error {
+	l, err := h.shardLeader(ctx, sh.ID)
+	if err != nil || l != node {
+		return nil // not known to lead: nothing to hand over (the removal copes)
+	}
+	for _, to := range sh.Members {
+		if to == node {
+			continue
+		}
+		if err := h.transferShard(ctx, sh.ID, to); err != nil {
+			return fmt.Errorf("moving shard %d's leadership from %s to %s before removing it: %w", sh.ID, node, to, err)
+		}
+		return nil
+	}
+	return nil
+}
+
+// waitLeaderOtherThan waits until shard id names a leader other than node.
+func (h *Host) waitLeaderOtherThan(ctx context.Context, id uint32, node string) error {
+	deadline := time.Now().Add(stepRetry)
+	for {
+		l, err := h.shardLeader(ctx, id)
+		if err == nil && l != node {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("shard %d named no leader other than %s within %s (last: %q, %v); %s is out of its group and the map", id, node, stepRetry, l, err, node)
+		}
+		if err := h.pause(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// readMetaSettled reads the replicated map, again for up to stepRetry
+// while the metadata group cannot serve the read (a new leader that has
+// not committed in its term yet), as a client retries -TRYAGAIN.
+func (h *Host) readMetaSettled(ctx context.Context) (*ShardMap, error) {
+	deadline := time.Now().Add(stepRetry)
+	for {
+		m, err := h.readMeta(ctx, false)
+		if err == nil || !strings.Contains(err.Error(), "TRYAGAIN") || time.Now().After(deadline) {
+			return m, err
+		}
+		if err := h.pause(ctx, 50*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitSuffrage waits until shard id's leader lists node with suffrage.
+func (h *Host) waitSuffrage(ctx context.Context, id uint32, node, suffrage string) error {
+	deadline := time.Now().Add(promoteWait)
+	for {
+		r := h.shardCall(ctx, id, [][]byte{[]byte(cmdSuffrage), []byte(node)})
+		v, err := respwire.Parse(r)
+		if err == nil && v.Kind == '$' && v.Str == suffrage {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is not a %s of shard %d after %s (last answer %q); the map names it, run ADDREPLICA's check again with RAFT.SHARD %d RAFT.INFO",
+				node, suffrage, id, promoteWait, strings.TrimSpace(string(r)), id)
+		}
+		if err := h.pause(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// stopRemovedShards closes this process's replica of every shard the map
+// no longer names it a member of (REMOVEREPLICA). Its directory stays: a
+// later ADDREPLICA of the same node starts from it (a non-voter with old
+// state catches up like any lagging one). The home shard is never closed
+// (the driver refuses to remove it).
+func (h *Host) stopRemovedShards() {
+	h.startMu.Lock()
+	defer h.startMu.Unlock()
+	if h.closing {
+		return
+	}
+	m := h.Map()
+	if m.Epoch == 0 {
+		return // the directive's map: nothing was removed yet
+	}
+	held := h.held.Load()
+	var gone []uint32
+	for _, id := range held.ids {
+		sh, ok := m.Shard(id)
+		if (!ok || !slices.Contains(sh.Members, h.self)) && held.nodes[id] != h.Home() {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	next := &heldShards{nodes: make(map[uint32]*Node, len(held.nodes))}
+	for _, id := range held.ids {
+		if !slices.Contains(gone, id) {
+			next.nodes[id] = held.nodes[id]
+			next.ids = append(next.ids, id)
+		}
+	}
+	h.held.Store(next)
+	for _, id := range gone {
+		if err := held.nodes[id].Close(); err != nil {
+			h.log.Warn("closing a replica the map removed", "shard", id, "error", err)
+		}
+		h.log.Info("closed a replica the map removed (its directory stays)", "shard", id)
+	}
+}
+
+// memberCommand runs the member changes ADDREPLICA and REMOVEREPLICA send
+// a shard, on its leader (leaderCommand).
+func (n *Node) memberCommand(ctx context.Context, args [][]byte) []byte {
+	switch strings.ToLower(string(args[0])) {
+	case cmdAddMember:
+		if len(args) != 3 {
+			return command.Error(command.ErrArity(cmdAddMember))
+		}
+		return n.onLeader(ctx, [][]byte{[]byte("raft.join"), args[1], args[2]})
+	case cmdRemoveMember:
+		if len(args) != 2 {
+			return command.Error(command.ErrArity(cmdRemoveMember))
+		}
+		return n.onLeader(ctx, [][]byte{[]byte("raft.remove"), args[1]})
+	default: // cmdSuffrage
+		if len(args) != 2 {
+			return command.Error(command.ErrArity(cmdSuffrage))
+		}
+		return n.onLeader(ctx, args)
+	}
+}
+
+// serveSuffrage is raftset.suffrage on the leader.
+func (n *Node) serveSuffrage(id []byte) []byte {
+	s, ok := n.server(string(id))
+	switch {
+	case !ok:
+		return command.AppendBulkString(nil, "")
+	case s.Suffrage == raft.Voter:
+		return command.AppendBulkString(nil, "voter")
+	default:
+		return command.AppendBulkString(nil, "nonvoter")
+	}
+}

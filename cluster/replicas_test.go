@@ -1,0 +1,155 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"raftset/internal/command"
+	"raftset/internal/testutil"
+)
+
+// TestMoveReplica moves a replica of shard 1 from n2 to n1 with RAFT.SHARD
+// ADDREPLICA and REMOVEREPLICA (sent to n4, outside the metadata group, so
+// relayed to the metadata leader's process): n1 starts a replica that
+// joins (not bootstraps) the group, catches up with the shard's data and
+// becomes a voter; n2 leaves the group and closes its replica and keeps
+// shard 0; the map records both changes; the shard keeps taking writes
+// with its new members; and what breaks placement is refused.
+func TestMoveReplica(t *testing.T) {
+	hosts := servedHosts(t, "0:0-8191:n1,n2,n3 1:8192-16383:n2,n3,n4", 4)
+	n1, n2, n4 := hosts[0], hosts[1], hosts[3]
+	ctx := context.Background()
+	k1 := keyIn(t, "k", 8192, 16383)
+	shard1, _ := n4.Node(1)
+	if r := writeRetry(t, shard1, "sadd", k1, "before"); r != ":1\r\n" {
+		t.Fatalf("SADD in shard 1 = %q", r)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"addreplica", "1", "n2"}, "-ERR ADDREPLICA: node n2 already holds a replica of shard 1 (two replicas of a shard on one node)\r\n"},
+		{[]string{"addreplica", "1", "n9"}, "-ERR ADDREPLICA: unknown node \"n9\" (not in peers, nor added by RAFT.SHARD ADDNODE)\r\n"},
+		{[]string{"addreplica", "7", "n1"}, "-ERR ADDREPLICA: no shard 7\r\n"},
+		{[]string{"removereplica", "1", "n1"}, "-ERR REMOVEREPLICA: node n1 holds no replica of shard 1\r\n"},
+		{[]string{"removereplica", "1", "n4"}, "-ERR REMOVEREPLICA: shard 1 is node n4's only or home shard; add it another replica first\r\n"},
+		{[]string{"addreplica", "1"}, "-ERR wrong number of arguments for 'raft.shard|addreplica' command\r\n"},
+		{[]string{"addreplica", "x", "n1"}, "-ERR ADDREPLICA wants <shard> <node>: shard id is not an integer\r\n"},
+	} {
+		if r := string(adminRetry(t, n4, append([]string{"raft.shard"}, tc.args...)...)); r != tc.want {
+			t.Errorf("RAFT.SHARD %s = %q, want %q", strings.Join(tc.args, " "), r, tc.want)
+		}
+	}
+
+	epoch := n4.Map().Epoch
+	if r := adminRetry(t, n4, "raft.shard", "addreplica", "1", "n1"); r != "+OK\r\n" {
+		t.Fatalf("RAFT.SHARD ADDREPLICA 1 n1 = %q", r)
+	}
+	testutil.WaitFor(t, 10*time.Second, "n1 to run a replica of shard 1", func() bool { _, ok := n1.Node(1); return ok })
+	rep, _ := n1.Node(1)
+	if s, ok := rep.selfServer(); !ok || s.Suffrage.String() != "Voter" {
+		t.Errorf("n1 in shard 1's configuration: %v, %v, want a voter", s, ok)
+	}
+	testutil.WaitFor(t, 10*time.Second, "n1's replica to hold the key written before it joined", func() bool {
+		return string(rep.ReadBatch(ctx, [][][]byte{args("smembers", k1)}, true)[0]) == "*1\r\n$6\r\nbefore\r\n"
+	})
+
+	if r := adminRetry(t, n1, "raft.shard", "removereplica", "1", "n2"); r != "+OK\r\n" {
+		t.Fatalf("RAFT.SHARD REMOVEREPLICA 1 n2 = %q", r)
+	}
+	testutil.WaitFor(t, 10*time.Second, "n2 to close its replica of shard 1", func() bool { _, ok := n2.Node(1); return !ok })
+	if _, ok := n2.Node(0); !ok {
+		t.Error("n2 closed its replica of shard 0 too")
+	}
+	for _, h := range hosts {
+		testutil.WaitFor(t, 10*time.Second, h.self+" to learn the new members", func() bool {
+			sh, _ := h.Map().Shard(1)
+			return slices.Equal(sh.Members, []string{"n3", "n4", "n1"})
+		})
+	}
+	if m := n4.Map(); m.Epoch != epoch+2 || !m.joins(1, "n1") || m.joins(1, "n2") {
+		t.Errorf("map after the move: epoch %d (want %d), added %v", m.Epoch, epoch+2, m.Added)
+	}
+	if s, ok := shard1.server("n2"); ok {
+		t.Errorf("n2 still in shard 1's configuration: %v", s)
+	}
+	// The shard may be electing (n2 may have led it): -TRYAGAIN until it
+	// has a leader again, as a client sees.
+	// A write cut by the election is indeterminate (-CLUSTERDOWN) and
+	// retried; SADD of the same member may then answer 0.
+	if after := writeRetry(t, rep, "sadd", k1, "after"); after != ":1\r\n" && after != ":0\r\n" {
+		t.Fatalf("SADD in shard 1 after the move = %q", after)
+	}
+	if r := string(rep.ReadBatch(ctx, [][][]byte{args("smismember", k1, "before", "after", "other")}, false)[0]); r != "*3\r\n:1\r\n:1\r\n:0\r\n" {
+		t.Errorf("SMISMEMBER %s before after other on the moved shard = %q", k1, r)
+	}
+
+	// Shard 1 now has n3, n4, n1: one more removal keeps 2 of 3, a
+	// majority; the next would not.
+	if r := adminRetry(t, n4, "raft.shard", "removereplica", "1", "n3"); r != "+OK\r\n" {
+		t.Fatalf("RAFT.SHARD REMOVEREPLICA 1 n3 = %q", r)
+	}
+	want := "-ERR REMOVEREPLICA: shard 1 would keep 1 of its 3 configured replicas, less than a majority\r\n"
+	if r := adminRetry(t, n4, "raft.shard", "removereplica", "1", "n1"); r != want {
+		t.Errorf("RAFT.SHARD REMOVEREPLICA 1 n1 = %q, want %q", r, want)
+	}
+}
+
+// adminRetry runs an admin command on h, again while it answers -TRYAGAIN
+// (the metadata group or a shard electing), as a client would.
+func adminRetry(t *testing.T, h *Host, a ...string) string {
+	t.Helper()
+	var r string
+	testutil.WaitFor(t, 20*time.Second, strings.Join(a, " ")+" to be run", func() bool {
+		r = string(h.Admin(context.Background(), args(a...)))
+		return !strings.HasPrefix(r, "-TRYAGAIN")
+	})
+	return r
+}
+
+// writeRetry runs an idempotent write on n, again while it answers
+// -TRYAGAIN (not run: no leader yet) or -CLUSTERDOWN (outcome unknown:
+// leadership lost), as a client would.
+func writeRetry(t *testing.T, n *Node, a ...string) string {
+	t.Helper()
+	var r string
+	testutil.WaitFor(t, 20*time.Second, strings.Join(a, " ")+" to be run", func() bool {
+		rs, _ := n.WriteIndexed(context.Background(), []command.Op{cmd(a...)})
+		r = string(rs[0])
+		return !strings.HasPrefix(r, "-TRYAGAIN") && !strings.HasPrefix(r, "-CLUSTERDOWN")
+	})
+	return r
+}
+
+// TestAddedMembersEncode: the map's record of added members survives the
+// metadata group's encoding, and a map without one encodes as before.
+func TestAddedMembersEncode(t *testing.T) {
+	m, err := ParseShardMap("0:0-8191:n1,n2,n3 1:8192-16383:n2,n3,n4,n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := m.Encode()
+	if strings.Contains(plain, "added") {
+		t.Errorf("Encode() of a map without added members = %q", plain)
+	}
+	m.Added = map[uint32][]string{1: {"n1"}}
+	enc := m.Encode()
+	want := "epoch 1\nshard 0:0-8191:n1,n2,n3\nshard 1:8192-16383:n2,n3,n4,n1\nadded 1 n1\n"
+	if enc != want {
+		t.Errorf("Encode() = %q, want %q", enc, want)
+	}
+	back, err := DecodeShardMap(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.joins(1, "n1") || back.joins(1, "n2") || back.joins(0, "n1") || back.Encode() != enc {
+		t.Errorf("DecodeShardMap(%q): added %v, encodes as %q", enc, back.Added, back.Encode())
+	}
+	if _, err := DecodeShardMap("epoch 2\nshard 0:0-16383:n1\nadded x n1\n"); err == nil || !strings.Contains(err.Error(), "bad added line") {
+		t.Errorf("DecodeShardMap of a bad added line: %v", err)
+	}
+}

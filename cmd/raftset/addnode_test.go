@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"raftset/cluster"
+	"raftset/internal/testutil"
+)
+
+// TestShardedAddNode: three processes holding two shards of three replicas
+// (`raftset cluster create`), and a fourth, n4, started empty with the
+// same peers and shard-map (which name it nowhere) and its own id and
+// ports: it learns the map from the metadata voters and redirects.
+// `raftset cluster add-node` records it; `raftset cluster rebalance
+// --replicas` moves a replica onto it (shard 1's, from n1, which leads
+// it) while go-redis's ClusterClient adds members, which must see no
+// error. Afterwards n4 is a voter of the shard it took (RAFT.INFO on its
+// members), every acknowledged member is present and nothing else, every
+// process's CLUSTER NODES lists the 4 nodes, n4 restarted resumes its
+// replica, and redis-cli --cluster check is OK.
+func TestShardedAddNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	nodes := startCreated(t, 3, 2, 3)
+	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
+	// n1 leads shard 1, whose replica the rebalance moves from n1 to n4:
+	// the move removes the shard's leader, every run.
+	c1 := dial(t, nodes[0].addr)
+	testutil.WaitFor(t, 30*time.Second, "shard 1's leadership to reach n1", func() bool {
+		if strings.Contains(do(t, c1, "RAFT.SHARD", "1", "RAFT.INFO"), "leader_id:n1\r\n") {
+			return true
+		}
+		if r := do(t, c1, "RAFT.SHARD", "1", "RAFT.TRANSFER", "n1"); r != "+OK\r\n" {
+			t.Logf("RAFT.SHARD 1 RAFT.TRANSFER n1 = %q (retrying)", r)
+		}
+		return false
+	})
+	agreedMasters(t, nodes, "n1 to master shard 1 on every node", func(m map[string]string) bool { return len(m) == 2 && m["8192-16383"] == "n1" })
+
+	// n4: the first three's directives, its own id and ports.
+	port, raftAddr := testutil.FreePort(t), fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	n4 := &clusterProc{id: "n4", dir: filepath.Join(t.TempDir(), "n4"), addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	for i := 0; i < len(nodes[0].extra); i += 2 {
+		switch v := nodes[0].extra[i+1]; nodes[0].extra[i] {
+		case "--port":
+			v = fmt.Sprint(port)
+			n4.extra = append(n4.extra, "--port", v)
+		case "--raft-addr":
+			n4.extra = append(n4.extra, "--raft-addr", raftAddr)
+		case "--node-id":
+			n4.extra = append(n4.extra, "--node-id", "n4")
+		default:
+			n4.extra = append(n4.extra, nodes[0].extra[i], v)
+		}
+	}
+	n4.start(t)
+	waitWritable(t, n4.addr) // -MOVED from the replicated map
+	c4 := dial(t, n4.addr)
+	if r := do(t, c4, "KEYS", "*"); r != "-TRYAGAIN this node holds no replica yet: keyless commands run once it holds one (RAFT.SHARD ADDREPLICA, raftset cluster rebalance --replicas)\r\n" {
+		t.Errorf("KEYS * on n4 before it holds a replica = %q", r)
+	}
+	if r := do(t, c4, "DBSIZE"); r != ":0\r\n" {
+		t.Errorf("DBSIZE on n4 before it holds a replica = %q", r)
+	}
+	if r := testutil.ParseReply(do(t, c4, "CLUSTER", "NODES")).Str; !strings.Contains(r, cluster.ClusterNodeID("n4")+" "+n4.addr+"@") ||
+		!strings.Contains(r, " myself,master - 0 0 ") {
+		t.Errorf("CLUSTER NODES on n4 before add-node = %q, want n4 as myself,master of no slot", r)
+	}
+
+	var out, errOut strings.Builder
+	if code := run([]string{"cluster", "add-node", "--addr", nodes[1].addr, "n4@" + n4.addr + "," + raftAddr}, &out, &errOut); code != 0 ||
+		out.String() != fmt.Sprintf("added node n4 (client %s, raft %s)\n", n4.addr, raftAddr) {
+		t.Fatalf("add-node: exit %d, %q %s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	wantErr := "raftset cluster add-node: " + nodes[0].addr + ": ERR ADDNODE: client address " + n4.addr + " is node n4's\n"
+	if code := run([]string{"cluster", "add-node", "--addr", nodes[0].addr, "n5@" + n4.addr + ",127.0.0.1:1"}, &out, &errOut); code != 1 || errOut.String() != wantErr {
+		t.Errorf("add-node of n4's address again: exit %d, %q, want %q", code, errOut.String(), wantErr)
+	}
+
+	// rebalance plans from the map of the node it asks, which learns a
+	// change within a map refresh: every process does.
+	for _, cp := range append(slices.Clone(nodes), n4) {
+		c := dial(t, cp.addr)
+		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the map with n4's record", func() bool {
+			m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
+			return err == nil && m.Nodes["n4"] == cluster.NodeRecord{Client: n4.addr, Raft: raftAddr}
+		})
+	}
+	// Every process lists n4 as Redis lists a node just added, a master of
+	// no slot, and redis-cli --cluster check agrees.
+	n4Line := cluster.ClusterNodeID("n4") + " " + n4.addr + "@" + strings.Split(raftAddr, ":")[1] + " "
+	for _, cp := range append(slices.Clone(nodes), n4) {
+		lines := strings.Split(strings.TrimSpace(testutil.ParseReply(do(t, dial(t, cp.addr), "CLUSTER", "NODES")).Str), "\n")
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, n4Line) })
+		if len(lines) != 4 || i < 0 || !strings.Contains(lines[i], "master - 0 0 ") || !strings.HasSuffix(lines[i], " connected") {
+			t.Errorf("%s's CLUSTER NODES before the rebalance =\n%s\nwant 4 lines, n4 a master of no slot", cp.id, strings.Join(lines, "\n"))
+		}
+	}
+	clusterCheck(t, n4.addr)
+	for _, cp := range append(slices.Clone(nodes), n4) {
+		t.Logf("%s: %s", cp.id, cp.addr)
+	}
+	addrs := []string{n4.addr}
+	for _, cp := range nodes {
+		addrs = append(addrs, cp.addr)
+	}
+	ctx := context.Background()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
+		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	defer rdb.Close()
+	// Writers: each adds its own members to a few keys; a member whose
+	// SADD failed (an unknown outcome) may or may not be there. The client
+	// must surface no error: the move hands shard 1's leadership over
+	// before n1 leaves (without that, go-redis gave up on MOVED loops).
+	const nkeys = 50
+	var (
+		mu      sync.Mutex
+		acked   = map[string][]string{}
+		unknown = map[string][]string{}
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				k, m := fmt.Sprintf("an:%d", (i*4+w)%nkeys), fmt.Sprintf("w%d-%d", w, i)
+				err := rdb.SAdd(ctx, k, m).Err()
+				mu.Lock()
+				if err == nil {
+					acked[k] = append(acked[k], m)
+				} else {
+					if len(unknown) < 3 {
+						t.Errorf("SADD %s %s: %v", k, m, err)
+					}
+					unknown[k] = append(unknown[k], m)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+
+	out.Reset()
+	errOut.Reset()
+	wantPlan := "move shard 1's replica from n1 to n4\nreplicas per node: n1=1 n2=2 n3=2 n4=1\n"
+	if code := run([]string{"cluster", "rebalance", "--replicas", "--dry-run", "--addr", n4.addr}, &out, &errOut); code != 0 || out.String() != wantPlan {
+		t.Fatalf("rebalance --replicas --dry-run: exit %d, %q %s, want %q", code, out.String(), errOut.String(), wantPlan)
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"cluster", "rebalance", "--replicas", "--addr", nodes[2].addr, "--timeout", "3m"}, &out, &errOut); code != 0 ||
+		out.String() != strings.Replace(wantPlan, "move", "moved", 1) {
+		t.Fatalf("rebalance --replicas: exit %d, %q %s", code, out.String(), errOut.String())
+	}
+	all := append(slices.Clone(nodes), n4)
+	byID := func(id string) *clusterProc {
+		return all[slices.IndexFunc(all, func(p *clusterProc) bool { return p.id == id })]
+	}
+	var m *cluster.ShardMap
+	for _, cp := range all {
+		c := dial(t, cp.addr)
+		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the map with shard 1 on n2, n3, n4", func() bool {
+			var err error
+			m, err = cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
+			if err != nil {
+				return false
+			}
+			sh, _ := m.Shard(1)
+			return slices.Equal(slices.Sorted(slices.Values(sh.Members)), []string{"n2", "n3", "n4"})
+		})
+	}
+	for _, sh := range m.Shards {
+		for _, mem := range sh.Members {
+			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s to be a voter of shard %d", mem, sh.ID), func() bool {
+				info := do(t, dial(t, byID(mem).addr), "RAFT.SHARD", fmt.Sprint(sh.ID), "RAFT.INFO")
+				return strings.Contains(info, "id="+mem+",suffrage=voter") && strings.Count(info, "suffrage=voter") == 3 &&
+					!strings.Contains(info, "suffrage=nonvoter")
+			})
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	for i := range nkeys {
+		k := fmt.Sprintf("an:%d", i)
+		got, err := rdb.SMembers(ctx, k).Result()
+		if err != nil {
+			t.Fatalf("SMEMBERS %s: %v", k, err)
+		}
+		for _, a := range acked[k] {
+			if !slices.Contains(got, a) {
+				t.Errorf("%s: acknowledged member %s lost", k, a)
+			}
+		}
+		for _, g := range got {
+			if !slices.Contains(acked[k], g) && !slices.Contains(unknown[k], g) {
+				t.Errorf("%s: member %s was never written", k, g)
+			}
+		}
+	}
+	total := 0
+	for _, a := range acked {
+		total += len(a)
+	}
+	if total == 0 {
+		t.Error("no SADD was acknowledged during the rebalance")
+	}
+	t.Logf("%d SADDs acknowledged, %d with an unknown outcome", total, func() (n int) {
+		for _, u := range unknown {
+			n += len(u)
+		}
+		return n
+	}())
+	for _, cp := range all {
+		c := dial(t, cp.addr)
+		var lines []string
+		testutil.WaitFor(t, 30*time.Second, cp.id+"'s CLUSTER NODES to list 4 nodes", func() bool {
+			lines = strings.Split(strings.TrimSpace(testutil.ParseReply(do(t, c, "CLUSTER", "NODES")).Str), "\n")
+			return len(lines) == 4
+		})
+		if !strings.Contains(strings.Join(lines, "\n"), cluster.ClusterNodeID("n4")+" "+n4.addr+"@") {
+			t.Errorf("%s's CLUSTER NODES has no line for n4 at %s:\n%s", cp.id, n4.addr, strings.Join(lines, "\n"))
+		}
+	}
+	// Restarted with the same directives (still naming it nowhere), n4
+	// resumes its replica from dir/shards/1 once it has the map again.
+	n4.p.stop(t)
+	n4.start(t)
+	waitWritable(t, n4.addr)
+	c4 = dial(t, n4.addr)
+	testutil.WaitFor(t, 30*time.Second, "n4 to resume its replica of shard 1 as a voter", func() bool {
+		return strings.Contains(do(t, c4, "RAFT.SHARD", "1", "RAFT.INFO"), "id=n4,suffrage=voter")
+	})
+	// A linearizable DBSIZE on a replica asks its leader, which the
+	// restarted replica may not know yet (-TRYAGAIN).
+	dbsize := ""
+	testutil.WaitFor(t, 30*time.Second, "DBSIZE on n4 after its restart", func() bool {
+		dbsize = do(t, c4, "DBSIZE")
+		return !strings.HasPrefix(dbsize, "-TRYAGAIN")
+	})
+	if dbsize == ":0\r\n" || !strings.HasPrefix(dbsize, ":") {
+		t.Errorf("DBSIZE on n4 after its restart = %q, want shard 1's keys", dbsize)
+	}
+	// redis-cli --cluster check sends every node DBSIZE and wants one
+	// view: after the restart, once both shards' leaders are known again.
+	agreedMasters(t, all, "both shards to have a master on every node after n4's restart", func(m map[string]string) bool { return len(m) == 2 })
+	for _, cp := range []*clusterProc{nodes[0], n4} {
+		clusterCheck(t, cp.addr)
+	}
+}
+
+// TestNodeWithoutReplicaStartRefusals: a node the shard map names in no
+// shard starts only where it can learn the map (the first shard's members
+// with their client addresses in shard-map), and not with metrics-addr
+// (its series come from a replica).
+func TestNodeWithoutReplicaStartRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"metrics-addr", []string{"--shard-map", "0:0-16383:n1@127.0.0.1:2", "--metrics-addr", "127.0.0.1:0"},
+			`metrics-addr on a node that holds no replica yet ("n4" is in no shard of shard-map) is not supported: start it without, and with metrics-addr once it holds one`},
+		{"no voter address", []string{"--shard-map", "0:0-16383:n1"},
+			`start raft: cluster: node "n4" is a member of no shard in the shard map, and the map gives no client address of shard 0's members (id@host:port), the metadata voters it would learn the replicated map from`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--dir", t.TempDir(), "--node-id", "n4", "--port", fmt.Sprint(testutil.FreePort(t)),
+				"--raft-addr", fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)), "--cluster-enabled", "yes",
+				"--peers", "n1=127.0.0.1:1"}, tc.args...)
+			cfg, err := LoadConfig(args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := start(cfg, io.Discard)
+			if err == nil {
+				_ = n.close()
+				t.Fatalf("start(%q) succeeded", args)
+			}
+			if err.Error() != tc.wantErr {
+				t.Errorf("start(%q) = %v, want %s", args, err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"raftset/internal/respwire"
+)
+
+// raftset cluster: builds a sharded cluster's configuration (create) and
+// drives its map through RAFT.SHARD commands that any node takes
+// (move-slots, rebalance; docs/sharding.md).
+const clusterUsage = `usage: raftset cluster create --shards S --replicas R [--out DIR] ID@HOST:PORT[,RAFTHOST:RAFTPORT] ...
+       raftset cluster move-slots [--addr host:port] [--password P] [--timeout 10m] FIRST LAST SHARD
+       raftset cluster move-slots --abort [--addr host:port] [--password P] [--timeout 10m]
+       raftset cluster rebalance [--leaders | --replicas] [--dry-run] [--addr host:port] [--password P] [--timeout 10m]
+       raftset cluster add-shard [--addr host:port] [--password P] [--timeout 10m] NODE-ID ...
+       raftset cluster add-node [--addr host:port] [--password P] [--timeout 10m] ID@HOST:PORT[,RAFTHOST:RAFTPORT]
+
+create lays out a new cluster of S shards with R replicas each on the nodes
+given (client address; Raft address, default the client port + 10000):
+slots split evenly into S contiguous ranges, no two replicas of a shard on
+one node, replica counts and preferred leaders (each shard's first member)
+even across the nodes. It prints the directives every node needs (peers,
+shard-map, cluster-enabled), or with --out writes DIR/ID.conf per node
+(node-id, bind, port, raft-addr, dir ID-data, and those), to start as
+"raftset DIR/ID.conf".
+
+move-slots moves hash slots FIRST..LAST (all in one shard) to shard SHARD
+while clients keep writing: RAFT.SHARD MOVESLOTS, run by the metadata
+group's leader (any node forwards it). Clients get -TRYAGAIN for the moving
+slots only, then -MOVED to the new shard. -TRYAGAIN answers (no metadata
+leader yet) are retried until --timeout. A move that failed half way (a
+node died, the timeout passed) is completed by running the same command
+again; another range cannot move until it is, or until --abort undid it.
+
+--abort undoes the move in progress (RAFT.SHARD ABORT): the slots stay in
+their shard, writable again, and the other shard drops what it imported. It
+is refused once the move has flipped the slots to the other shard (clients
+may have written there): such a move can only be completed. An abort that
+failed half way is finished by running it again; with no move in
+progress it does nothing.
+
+rebalance evens out the shards' slot counts (they end up differing by at
+most 1): it reads the map (RAFT.SHARD MAP), completes a move in progress,
+and runs the moves that even it out one after another through MOVESLOTS,
+printing each; --dry-run prints the plan only. With --leaders it instead
+spreads the shards' leaderships so that each process leads a fair share
+(RAFT.SHARD BALANCE-LEADERS), printing each transfer. With --replicas it
+instead evens out the number of replicas per node (they end up differing by
+at most 1, never two replicas of a shard on one node), moving one replica
+at a time: RAFT.SHARD ADDREPLICA to the emptiest node (answered once the new
+replica is a voter), then REMOVEREPLICA from the fullest, printing each. It
+never moves a node's lowest-id shard, and works over the nodes the map
+names, those add-node recorded included.
+
+add-shard adds a shard that owns no slot, with the nodes named (ids of
+running nodes, in peers) as its replicas, the first its preferred leader:
+RAFT.SHARD ADDSHARD, run by the metadata group's leader. Its members start
+it when they see the new map; it answers once the shard has a leader.
+Then rebalance gives it its share of the slots.
+
+add-node records a new node in the cluster map (RAFT.SHARD ADDNODE, run by
+the metadata group's leader): its id, client address and Raft address
+(default the client port + 10000), which every process looks up after its
+peers. Start the node first or after, holding no replica: the same
+cluster-enabled, peers and shard-map directives as the others, its own
+node-id, port and raft-addr (docs/sharding.md, Adding a node); then
+rebalance --replicas gives it its share. An id or address another node
+has is refused; the same record again does nothing.
+
+Environment: RAFTSET_CLUSTER_PASSWORD (default --password, for a node with
+requirepass).
+`
+
+func runCluster(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "move-slots":
+			return runMoveSlots(args[1:], stdout, stderr)
+		case "create":
+			return runCreate(args[1:], stdout, stderr)
+		case "rebalance":
+			return runRebalance(args[1:], stdout, stderr)
+		case "add-shard":
+			return runAddShard(args[1:], stdout, stderr)
+		case "add-node":
+			return runAddNode(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprint(stderr, clusterUsage)
+	if len(args) > 0 && (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+		return 0
+	}
+	return 2
+}
+
+// adminFlags are the flags of the subcommands that talk to a node.
+type adminFlags struct {
+	addr, password *string
+	timeout        *time.Duration
+}
+
+func newClusterFlags(name string, stderr io.Writer) (*flag.FlagSet, adminFlags) {
+	fs := flag.NewFlagSet("raftset cluster "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, clusterUsage) }
+	return fs, adminFlags{
+		addr:     fs.String("addr", "127.0.0.1:6379", "RESP address of any node"),
+		password: fs.String("password", os.Getenv("RAFTSET_CLUSTER_PASSWORD"), "AUTH with this password first"),
+		timeout:  fs.Duration("timeout", 10*time.Minute, "give up waiting after this long (a move may go on; run it again)"),
+	}
+}
+
+// parseFlags is fs.Parse with the exit code of a bad command line: 0 for
+// -h, 2 otherwise, -1 when parsing succeeded.
+func parseFlags(fs *flag.FlagSet, args []string) int {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	return -1
+}
+
+func runMoveSlots(args []string, stdout, stderr io.Writer) int {
+	fs, af := newClusterFlags("move-slots", stderr)
+	abort := fs.Bool("abort", false, "undo the move in progress instead (before its flip)")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if *abort {
+		return runAbortMove(fs, af, stdout, stderr)
+	}
+	if fs.NArg() != 3 {
+		fmt.Fprint(stderr, clusterUsage)
+		return 2
+	}
+	for _, a := range fs.Args() {
+		if _, err := strconv.ParseUint(a, 10, 32); err != nil {
+			fmt.Fprintf(stderr, "raftset cluster move-slots: %q is not a slot or shard number\n", a)
+			return 2
+		}
+	}
+	return runAdmin("move-slots", af, stdout, stderr, func(r respwire.Reply) string {
+		return fmt.Sprintf("slots %s-%s moved to shard %s (%s)", fs.Arg(0), fs.Arg(1), fs.Arg(2), r.Str)
+	}, "RAFT.SHARD", "MOVESLOTS", fs.Arg(0), fs.Arg(1), fs.Arg(2))
+}
+
+// runAbortMove is move-slots --abort.
+func runAbortMove(fs *flag.FlagSet, af adminFlags, stdout, stderr io.Writer) int {
+	if fs.NArg() != 0 {
+		fmt.Fprint(stderr, clusterUsage)
+		return 2
+	}
+	return runAdmin("move-slots --abort", af, stdout, stderr, func(respwire.Reply) string {
+		return "no slot move in progress: any was aborted"
+	}, "RAFT.SHARD", "ABORT")
+}
+
+// runAdmin sends one RAFT.SHARD command to the node of af (again while
+// it answers TRYAGAIN) and prints done's line for its reply, or the error
+// as "raftset cluster NAME: ADDR: ERR".
+func runAdmin(name string, af adminFlags, stdout, stderr io.Writer, done func(respwire.Reply) string, cmd ...string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), *af.timeout)
+	defer cancel()
+	ac, err := dialAdmin(ctx, *af.addr, *af.password)
+	if err == nil {
+		defer ac.close()
+		var r respwire.Reply
+		if r, err = ac.callRetrying(cmd...); err == nil {
+			fmt.Fprintln(stdout, done(r))
+			return 0
+		}
+	}
+	fmt.Fprintf(stderr, "raftset cluster %s: %s: %v\n", name, *af.addr, err)
+	return 1
+}
+
+// adminConn is a connection to a node for RAFT.SHARD commands.
+type adminConn struct {
+	ctx context.Context
+	cl  *respwire.Client
+}
+
+func dialAdmin(ctx context.Context, addr, password string) (*adminConn, error) {
+	timeout := time.Minute
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	cl, err := respwire.DialContext(ctx, addr, respwire.DialOptions{Timeout: timeout})
+	if err != nil {
+		return nil, err
+	}
+	ac := &adminConn{ctx: ctx, cl: cl}
+	if password != "" {
+		if _, err := ac.call("AUTH", password); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("AUTH: %w", err)
+		}
+	}
+	return ac, nil
+}
+
+func (ac *adminConn) close() { ac.cl.Close() }
+
+// call sends one command; an error reply is the error.
+func (ac *adminConn) call(args ...string) (respwire.Reply, error) {
+	return ac.cl.CallParsed(ac.ctx, args...)
+}
+
+// callRetrying is call, repeated while the answer is TRYAGAIN (nothing was
+// done yet: no reachable metadata leader, an election) until the context
+// ends.
+func (ac *adminConn) callRetrying(args ...string) (respwire.Reply, error) {
+	for {
+		r, err := ac.call(args...)
+		if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+			return r, err
+		}
+		select {
+		case <-ac.ctx.Done():
+			return respwire.Reply{}, fmt.Errorf("%w (last answer: %v)", ac.ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func runAddShard(args []string, stdout, stderr io.Writer) int {
+	fs, af := newClusterFlags("add-shard", stderr)
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprint(stderr, clusterUsage)
+		return 2
+	}
+	return runAdmin("add-shard", af, stdout, stderr, func(r respwire.Reply) string {
+		return fmt.Sprintf("added shard %s on %s", r.Str, strings.Join(fs.Args(), ","))
+	}, append([]string{"RAFT.SHARD", "ADDSHARD"}, fs.Args()...)...)
+}
+
+func runAddNode(args []string, stdout, stderr io.Writer) int {
+	fs, af := newClusterFlags("add-node", stderr)
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprint(stderr, clusterUsage)
+		return 2
+	}
+	n, err := parseCreateNode(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "raftset cluster add-node: %v\n", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *af.timeout)
+	defer cancel()
+	ac, err := dialAdmin(ctx, *af.addr, *af.password)
+	if err == nil {
+		defer ac.close()
+		if _, err = ac.callRetrying("RAFT.SHARD", "ADDNODE", n.id, n.addr, n.raft); err == nil {
+			err = waitNodeRecord(ac, n.id)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "raftset cluster add-node: %s: %v\n", *af.addr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "added node %s (client %s, raft %s)\n", n.id, n.addr, n.raft)
+	return 0
+}
+
+// waitNodeRecord waits until the node asked routes by a map with node
+// id's record (it adopts the driver's map within a refresh), so that a
+// rebalance --replicas sent to it next counts the new node.
+func waitNodeRecord(ac *adminConn, id string) error {
+	for {
+		m, err := shardMap(ac)
+		if err != nil {
+			return err
+		}
+		if _, ok := m.Nodes[id]; ok {
+			return nil
+		}
+		select {
+		case <-ac.ctx.Done():
+			return fmt.Errorf("waiting for the map to show node %s: %w", id, ac.ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"raftset/cluster"
+)
+
+func runRebalance(args []string, stdout, stderr io.Writer) int {
+	fs, af := newClusterFlags("rebalance", stderr)
+	leaders := fs.Bool("leaders", false, "spread shard leaderships (RAFT.SHARD BALANCE-LEADERS) instead of slots")
+	replicas := fs.Bool("replicas", false, "even out replica counts per node (RAFT.SHARD ADDREPLICA/REMOVEREPLICA) instead of slots")
+	dry := fs.Bool("dry-run", false, "print the plan only")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() != 0 || *leaders && *replicas {
+		fmt.Fprint(stderr, clusterUsage)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *af.timeout)
+	defer cancel()
+	ac, err := dialAdmin(ctx, *af.addr, *af.password)
+	if err != nil {
+		fmt.Fprintf(stderr, "raftset cluster rebalance: %s: %v\n", *af.addr, err)
+		return 1
+	}
+	defer ac.close()
+	switch {
+	case *leaders:
+		err = balanceLeaders(ac, *dry, stdout)
+	case *replicas:
+		err = rebalanceReplicas(ac, *dry, stdout)
+	default:
+		err = rebalanceSlots(ac, *dry, stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "raftset cluster rebalance: %s: %v\n", *af.addr, err)
+		return 1
+	}
+	return 0
+}
+
+func balanceLeaders(ac *adminConn, dry bool, stdout io.Writer) error {
+	args := []string{"RAFT.SHARD", "BALANCE-LEADERS"}
+	if dry {
+		args = append(args, "DRY-RUN")
+	}
+	r, err := ac.callRetrying(args...)
+	if err != nil {
+		return err
+	}
+	if len(r.Elems) == 0 {
+		fmt.Fprintln(stdout, "leaders are spread: nothing to move")
+	}
+	for _, e := range r.Elems {
+		fmt.Fprintln(stdout, e.Str)
+	}
+	return nil
+}
+
+// shardMap reads the map the node routes by.
+func shardMap(ac *adminConn) (*cluster.ShardMap, error) {
+	r, err := ac.callRetrying("RAFT.SHARD", "MAP")
+	if err != nil {
+		return nil, fmt.Errorf("RAFT.SHARD MAP: %w", err)
+	}
+	return cluster.DecodeShardMap(r.Str)
+}
+
+// rebalanceSlots runs the moves that even out the shards' slot counts one
+// at a time (one move at a time is what the driver allows): a move in
+// progress is completed first, then the plan of the map as it is then,
+// then the map is read again (empty plan: done; another change came
+// meanwhile: planned and run again).
+func rebalanceSlots(ac *adminConn, dry bool, stdout io.Writer) error {
+	for {
+		m, err := shardMap(ac)
+		if err != nil {
+			return err
+		}
+		if mv := m.Move; mv != nil {
+			if dry {
+				fmt.Fprintf(stdout, "a move is in progress: slots %d-%d from shard %d to shard %d (rebalance completes it first)\n",
+					mv.First, mv.Last, mv.From, mv.To)
+			} else {
+				if err := runMove(ac, stdout, cluster.SlotMovePlan{First: mv.First, Last: mv.Last, From: mv.From, To: mv.To}, "completed"); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		plan := cluster.PlanSlotMoves(m)
+		if dry {
+			for _, p := range plan {
+				fmt.Fprintf(stdout, "move slots %d-%d from shard %d to shard %d\n", p.First, p.Last, p.From, p.To)
+			}
+			fmt.Fprintf(stdout, "slots per shard: %s\n", slotCounts(m, plan))
+			return nil
+		}
+		if len(plan) == 0 {
+			fmt.Fprintf(stdout, "slots per shard: %s\n", slotCounts(m, nil))
+			return nil
+		}
+		// The whole plan: planning again half way could pick other shards
+		// to keep the extra slot of an uneven split, and move more.
+		for _, p := range plan {
+			if err := runMove(ac, stdout, p, "moved"); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// runMove runs one MOVESLOTS, then waits until the node it asked routes by
+// a map with the move done (it adopts the driver's map within a refresh),
+// so that the next plan starts from it.
+func runMove(ac *adminConn, stdout io.Writer, p cluster.SlotMovePlan, verb string) error {
+	first, last, to := strconv.Itoa(p.First), strconv.Itoa(p.Last), strconv.FormatUint(uint64(p.To), 10)
+	if _, err := ac.callRetrying("RAFT.SHARD", "MOVESLOTS", first, last, to); err != nil {
+		return fmt.Errorf("MOVESLOTS %s %s %s: %w", first, last, to, err)
+	}
+	for {
+		m, err := shardMap(ac)
+		if err != nil {
+			return err
+		}
+		if m.Move == nil && m.ShardOf(p.First) == p.To && m.ShardOf(p.Last) == p.To {
+			break
+		}
+		select {
+		case <-ac.ctx.Done():
+			return fmt.Errorf("waiting for the map to show slots %s-%s in shard %s: %w", first, last, to, ac.ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	fmt.Fprintf(stdout, "%s slots %d-%d from shard %d to shard %d\n", verb, p.First, p.Last, p.From, p.To)
+	return nil
+}
+
+// slotCounts is "id=count ..." for m after plan.
+func slotCounts(m *cluster.ShardMap, plan []cluster.SlotMovePlan) string {
+	count := map[uint32]int{}
+	for _, sh := range m.Shards {
+		count[sh.ID] = cluster.SlotCount(sh)
+	}
+	for _, p := range plan {
+		count[p.From] -= p.Last - p.First + 1
+		count[p.To] += p.Last - p.First + 1
+	}
+	parts := make([]string, 0, len(m.Shards))
+	for _, sh := range m.Shards {
+		parts = append(parts, fmt.Sprintf("%d=%d", sh.ID, count[sh.ID]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// rebalanceReplicas runs the replica moves that even out replica counts
+// per node (cluster.PlanReplicaMoves over the map's nodes), one at a time:
+// ADDREPLICA (answered once the new replica is a voter), then
+// REMOVEREPLICA from the donor; then it reads the map again, to plan anew
+// if another change came meanwhile. A failed step stops it with the
+// reason; running it again plans from the map as the failure left it (an
+// added replica whose donor was not removed yet counts as the donor's
+// surplus and is planned away again).
+func rebalanceReplicas(ac *adminConn, dry bool, stdout io.Writer) error {
+	for {
+		m, err := shardMap(ac)
+		if err != nil {
+			return err
+		}
+		plan := cluster.PlanReplicaMoves(m, nil)
+		if dry || len(plan) == 0 {
+			for _, p := range plan {
+				fmt.Fprintf(stdout, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
+			}
+			fmt.Fprintf(stdout, "replicas per node: %s\n", replicaCounts(m, plan))
+			return nil
+		}
+		for _, p := range plan {
+			id := strconv.FormatUint(uint64(p.Shard), 10)
+			if _, err := ac.callRetrying("RAFT.SHARD", "ADDREPLICA", id, p.To); err != nil {
+				return fmt.Errorf("ADDREPLICA %s %s: %w", id, p.To, err)
+			}
+			if _, err := ac.callRetrying("RAFT.SHARD", "REMOVEREPLICA", id, p.From); err != nil {
+				return fmt.Errorf("REMOVEREPLICA %s %s (after adding %s): %w", id, p.From, p.To, err)
+			}
+			if err := waitReplicaMoved(ac, p); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "moved shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
+		}
+	}
+}
+
+// waitReplicaMoved waits until the node asked routes by a map with p done
+// (it adopts the driver's map within a refresh), so that the next plan
+// starts from it.
+func waitReplicaMoved(ac *adminConn, p cluster.ReplicaMovePlan) error {
+	for {
+		m, err := shardMap(ac)
+		if err != nil {
+			return err
+		}
+		if sh, ok := m.Shard(p.Shard); ok && slices.Contains(sh.Members, p.To) && !slices.Contains(sh.Members, p.From) {
+			return nil
+		}
+		select {
+		case <-ac.ctx.Done():
+			return fmt.Errorf("waiting for the map to show shard %d's replica on %s, not %s: %w", p.Shard, p.To, p.From, ac.ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// replicaCounts is "node=count ..." for m after plan, by node id: every
+// member, and every node record (a node added with none).
+func replicaCounts(m *cluster.ShardMap, plan []cluster.ReplicaMovePlan) string {
+	count := map[string]int{}
+	var nodes []string
+	for n := range m.Nodes {
+		nodes = append(nodes, n)
+		count[n] = 0
+	}
+	for _, sh := range m.Shards {
+		for _, n := range sh.Members {
+			if _, ok := count[n]; !ok {
+				nodes = append(nodes, n)
+			}
+			count[n]++
+		}
+	}
+	for _, p := range plan {
+		count[p.From]--
+		count[p.To]++
+	}
+	slices.Sort(nodes)
+	parts := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		parts = append(parts, fmt.Sprintf("%s=%d", n, count[n]))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"raftset/internal/testutil"
+)
+
+// clusterWriters SADD unique members to keys through a cluster client from
+// four goroutines until stopped, noting each member as acknowledged or,
+// after an error, as maybe written: what the sharded process tests check
+// a cluster against after moving slots under it.
+type clusterWriters struct {
+	keys []string
+	// retryTryAgain sends a write refused with -TRYAGAIN again (refused at
+	// apply: not written) for up to 20 s; without it every error the client
+	// surfaces is counted in errs (the client's MaxRedirects must ride
+	// through).
+	retryTryAgain bool
+	// counted says which keys' acknowledgements count (all when nil).
+	counted func(key string) bool
+
+	mu           sync.Mutex
+	acked, maybe map[string]map[string]bool
+	errs         map[string]int
+	count        atomic.Int64
+	stop         atomic.Bool
+	wg           sync.WaitGroup
+}
+
+// start runs the writers; key i of writer w's round goes to
+// keys[(i*stride+w)%len(keys)].
+func (cw *clusterWriters) start(ctx context.Context, rdb *redis.ClusterClient, stride int) {
+	cw.acked, cw.maybe, cw.errs = map[string]map[string]bool{}, map[string]map[string]bool{}, map[string]int{}
+	for w := range 4 {
+		cw.wg.Go(func() {
+			for i := 0; !cw.stop.Load(); i++ {
+				k, m := cw.keys[(i*stride+w)%len(cw.keys)], fmt.Sprintf("w%d-%d", w, i)
+				deadline := time.Now().Add(20 * time.Second)
+				for {
+					err := rdb.SAdd(ctx, k, m).Err()
+					if err == nil {
+						cw.note(cw.acked, k, m)
+						if cw.counted == nil || cw.counted(k) {
+							cw.count.Add(1)
+						}
+						break
+					}
+					if cw.retryTryAgain && strings.HasPrefix(err.Error(), "TRYAGAIN") && time.Now().Before(deadline) {
+						continue
+					}
+					cw.note(cw.maybe, k, m)
+					cw.mu.Lock()
+					cw.errs[err.Error()]++
+					cw.mu.Unlock()
+					break
+				}
+			}
+		})
+	}
+}
+
+func (cw *clusterWriters) note(into map[string]map[string]bool, k, m string) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	if into[k] == nil {
+		into[k] = map[string]bool{}
+	}
+	into[k][m] = true
+}
+
+// waitWrites waits until n more counted writes are acknowledged.
+func (cw *clusterWriters) waitWrites(t *testing.T, n int64) {
+	t.Helper()
+	from := cw.count.Load()
+	testutil.WaitFor(t, 30*time.Second, "writes to go on", func() bool { return cw.count.Load() >= from+n })
+}
+
+// stopAndCheck stops the writers, then checks through rdb that every key
+// holds each acknowledged member and nothing never written, and that each
+// process stores every written key once (DBSIZE: no copy left behind in a
+// shard the slot left; every process must hold every shard). It returns
+// the number of keys written.
+func (cw *clusterWriters) stopAndCheck(t *testing.T, ctx context.Context, rdb *redis.ClusterClient, nodes []*clusterProc) int {
+	t.Helper()
+	cw.stop.Store(true)
+	cw.wg.Wait()
+	written := 0
+	for _, k := range cw.keys {
+		got, err := rdb.SMembers(ctx, k).Result()
+		if err != nil {
+			t.Fatalf("SMEMBERS %s: %v", k, err)
+		}
+		have := map[string]bool{}
+		for _, m := range got {
+			have[m] = true
+			if !cw.acked[k][m] && !cw.maybe[k][m] {
+				t.Errorf("%s holds %s, never written", k, m)
+			}
+		}
+		for m := range cw.acked[k] {
+			if !have[m] {
+				t.Errorf("%s lost acknowledged member %s", k, m)
+			}
+		}
+		if len(cw.acked[k]) > 0 || len(cw.maybe[k]) > 0 {
+			written++
+		}
+	}
+	for _, cp := range nodes {
+		testutil.WaitFor(t, 10*time.Second, cp.id+" to hold every key once", func() bool {
+			c, err := testutil.DialRESP(cp.addr, 2*time.Second)
+			if err != nil {
+				return false
+			}
+			defer c.Close()
+			r, err := c.Do("DBSIZE")
+			return err == nil && r == fmt.Sprintf(":%d\r\n", written)
+		})
+	}
+	return written
+}
+
+// clusterCheck runs redis-cli --cluster check against addr until every
+// node agrees on the slots and every slot is covered, for up to 30 s, and
+// fails the test with the last output if they never do; it returns the
+// output. It polls because the check also asks every shard for its leader:
+// right after a restart or a move an election may still be running
+// ("no leader is known"), which is eventual by nature.
+func clusterCheck(t *testing.T, addr string) string {
+	t.Helper()
+	cli := testutil.RequireTool(t, "redis-cli", "redis-tools")
+	var out []byte
+	var err error
+	if !testutil.Within(30*time.Second, func() bool {
+		out, err = exec.Command(cli, "--cluster", "check", addr).CombinedOutput()
+		return err == nil && strings.Contains(string(out), "[OK] All nodes agree about slots configuration.") &&
+			strings.Contains(string(out), "[OK] All 16384 slots covered.")
+	}) {
+		t.Errorf("redis-cli --cluster check %s: %v\n%s", addr, err, out)
+	}
+	return string(out)
+}

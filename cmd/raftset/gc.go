@@ -1,0 +1,24 @@
+package main
+
+import (
+	"os"
+	"runtime/debug"
+)
+
+// applyGCPercent sets the collector's target from the gc-percent directive,
+// unless GOGC is set in the environment: the runtime has applied that one
+// already, and an operator's explicit GOGC wins, as GOMEMLIMIT wins over the
+// limit derived from maxmemory. It reports whether it changed anything.
+//
+// Why raftset chooses its own default rather than Go's 100: while writes
+// pour in, the heap peaks at about (1 + GOGC/100) × what survives a
+// collection, and the dataset is nearly all of what survives; Go's default
+// let a node peak at twice its dataset during the seed's 10M SADDs, 1.8× the
+// peak of a Redis holding the same sets (docs/benchmarks.md, issue 14).
+func applyGCPercent(p int) bool {
+	if os.Getenv("GOGC") != "" {
+		return false
+	}
+	debug.SetGCPercent(p)
+	return true
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"raftset/cluster"
+	"raftset/internal/testutil"
+)
+
+// TestShardedRebalanceReplicas: four processes holding three shards of
+// three replicas (`raftset cluster create`), then `add-shard n1 n2 n3`
+// makes the replica counts uneven; `raftset cluster rebalance --replicas`
+// moves replicas one at a time (ADDREPLICA, wait for a voter,
+// REMOVEREPLICA) while go-redis's ClusterClient keeps adding members.
+// Afterwards every node holds 3 replicas, every shard has 3 members on 3
+// different processes (voters in its Raft configuration), every
+// acknowledged member is present and nothing else, a second run moves
+// nothing, the moved shard elects another of
+// its new members after kill -9 of its leader, and redis-cli --cluster
+// check is OK (with the killed process restarted).
+func TestShardedRebalanceReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	nodes := startCreated(t, 4, 3, 3)
+	agreedMasters(t, nodes, "three shards to have a master on every node", func(m map[string]string) bool { return len(m) == 3 })
+	var out, errOut strings.Builder
+	if code := run([]string{"cluster", "add-shard", "--addr", nodes[0].addr, "--timeout", "2m", "n1", "n2", "n3"}, &out, &errOut); code != 0 {
+		t.Fatalf("add-shard: exit %d, %q %s", code, out.String(), errOut.String())
+	}
+	var addrs []string
+	for _, cp := range nodes {
+		addrs = append(addrs, cp.addr)
+	}
+	ctx := context.Background()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
+		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	defer rdb.Close()
+
+	// Writers: each adds its own members to a few keys; a member whose
+	// SADD failed (an unknown outcome) may or may not be there.
+	const nkeys = 50
+	var (
+		mu      sync.Mutex
+		acked   = map[string][]string{}
+		unknown = map[string][]string{}
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				k, m := fmt.Sprintf("rr:%d", (i*4+w)%nkeys), fmt.Sprintf("w%d-%d", w, i)
+				err := rdb.SAdd(ctx, k, m).Err()
+				mu.Lock()
+				if err == nil {
+					acked[k] = append(acked[k], m)
+				} else {
+					unknown[k] = append(unknown[k], m)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"cluster", "rebalance", "--replicas", "--dry-run", "--addr", nodes[1].addr}, &out, &errOut); code != 0 ||
+		!strings.Contains(out.String(), "move shard ") || !strings.HasSuffix(out.String(), "replicas per node: n1=3 n2=3 n3=3 n4=3\n") {
+		t.Fatalf("rebalance --replicas --dry-run: exit %d, %q %s", code, out.String(), errOut.String())
+	}
+	dry := out.String()
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"cluster", "rebalance", "--replicas", "--addr", nodes[2].addr, "--timeout", "3m"}, &out, &errOut); code != 0 ||
+		strings.ReplaceAll(out.String(), "moved", "move") != dry {
+		t.Fatalf("rebalance --replicas: exit %d, %q %s; the dry run said %q", code, out.String(), errOut.String(), dry)
+	}
+	for _, cp := range nodes {
+		c := dial(t, cp.addr)
+		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the rebalanced map", func() bool {
+			m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
+			return err == nil && onlyLeaderOrSlotRules(cluster.CheckPlacement(m, 3))
+		})
+	}
+	c := dial(t, nodes[0].addr)
+	m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range m.Shards {
+		if len(sh.Members) != 3 {
+			t.Errorf("shard %d has members %v, want 3", sh.ID, sh.Members)
+		}
+		for _, mem := range sh.Members {
+			cp := nodes[slices.IndexFunc(nodes, func(p *clusterProc) bool { return p.id == mem })]
+			info := ""
+			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s to be a voter of shard %d", mem, sh.ID), func() bool {
+				info = do(t, dial(t, cp.addr), "RAFT.SHARD", fmt.Sprint(sh.ID), "RAFT.INFO")
+				return strings.Contains(info, "id="+mem+",suffrage=voter") && strings.Count(info, "suffrage=voter") == 3 &&
+					!strings.Contains(info, "suffrage=nonvoter")
+			})
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	for i := range nkeys {
+		k := fmt.Sprintf("rr:%d", i)
+		got, err := rdb.SMembers(ctx, k).Result()
+		if err != nil {
+			t.Fatalf("SMEMBERS %s: %v", k, err)
+		}
+		for _, a := range acked[k] {
+			if !slices.Contains(got, a) {
+				t.Errorf("%s: acknowledged member %s lost", k, a)
+			}
+		}
+		for _, g := range got {
+			if !slices.Contains(acked[k], g) && !slices.Contains(unknown[k], g) {
+				t.Errorf("%s: member %s was never written", k, g)
+			}
+		}
+	}
+	out.Reset()
+	if code := run([]string{"cluster", "rebalance", "--replicas", "--addr", nodes[3].addr}, &out, &errOut); code != 0 ||
+		out.String() != "replicas per node: n1=3 n2=3 n3=3 n4=3\n" {
+		t.Errorf("second rebalance --replicas: exit %d, %q", code, out.String())
+	}
+	// The shard whose replica moved still fails over with its new
+	// members: kill -9 its leader, and another member is elected.
+	moved, _ := m.Shard(3)
+	leader := ""
+	testutil.WaitFor(t, 30*time.Second, "shard 3 to name its leader", func() bool {
+		info := do(t, dial(t, nodes[3].addr), "RAFT.SHARD", "3", "RAFT.INFO")
+		for _, l := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(l, "leader_id:"); ok && slices.Contains(moved.Members, v) {
+				leader = v
+			}
+		}
+		return leader != ""
+	})
+	killed := slices.IndexFunc(nodes, func(p *clusterProc) bool { return p.id == leader })
+	nodes[killed].p.kill9(t)
+	for _, mem := range moved.Members {
+		if mem == leader {
+			continue
+		}
+		cp := nodes[slices.IndexFunc(nodes, func(p *clusterProc) bool { return p.id == mem })]
+		testutil.WaitFor(t, 30*time.Second, mem+" to see a new leader of shard 3", func() bool {
+			info := do(t, dial(t, cp.addr), "RAFT.SHARD", "3", "RAFT.INFO")
+			return strings.Contains(info, "leader_id:") && !strings.Contains(info, "leader_id:"+leader+"\r\n") &&
+				!strings.Contains(info, "leader_id:\r\n")
+		})
+	}
+	nodes[killed].start(t)
+	waitWritable(t, nodes[killed].addr)
+	clusterCheck(t, nodes[0].addr)
+}
+
+// onlyLeaderOrSlotRules: the placement violations are of preferred
+// leaders or slots only, which a replica rebalance does not change.
+func onlyLeaderOrSlotRules(v []string) bool {
+	for _, s := range v {
+		if !strings.HasPrefix(s, "preferred leaders") && !strings.HasPrefix(s, "slots per shard") {
+			return false
+		}
+	}
+	return true
+}
