@@ -136,9 +136,13 @@ func (c *clusterClock) read(leading bool) int64 {
 		lim := el / c.slewDiv
 		cur += min(max(c.wall()-cur, -lim), lim)
 		c.base, c.at = cur, m
-	case !c.anchored:
+	case !c.anchored && c.cold == 0:
 		// Nothing applied yet, so no deadline to compare with: an answer
 		// that is not kept, lest a skewed wall clock become the floor.
+		// (A restarted node with no state's time has its restart guess
+		// instead, and keeps its readings: the entries it applies next
+		// may have been stamped long before, and the first one newer
+		// than the guess drops it.)
 		return c.wall()
 	case c.leading:
 		// Leadership lost, perhaps after a pause while another leader

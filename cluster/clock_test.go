@@ -300,6 +300,46 @@ func TestClusterClockRestartedFollowerCountsTheOutage(t *testing.T) {
 	}
 }
 
+// Jepsen ttl-clock-behind seed 445492817 (integration, n1 at −1 s): n3
+// restarted with no snapshot (its state's time 0: not anchored) and a
+// restart guess; the leader's replication to it was in its failure
+// back-off, so it applied nothing for 6 s, then the next leader sent it
+// the entries of the last 2.4 s before the outage at once. The first of
+// them stamped after the guess dropped the guess, and with no reading kept
+// (an unanchored clock answered its wall clock and kept nothing) the
+// follower's time fell back to the newest entry's, 4 s in the past: a
+// PTTL there answered 1605 for a key set 4 s before with PX 1605. The
+// guess is the node's time while nothing anchors it, and a reading taken
+// from it stands.
+func TestClusterClockUnanchoredRestartKeepsItsGuess(t *testing.T) {
+	ft := &fakeTime{}
+	ft.t = 40 * time.Second
+	f := ft.node(0)
+	// Restarted at true time 40 s with no snapshot; cluster time equals
+	// true time; the save was 100 ms before the kill 2 s ago.
+	f.restartGuess(0, f.wall()-int64(2100*time.Millisecond))
+	guess := ft.trueMs() - 105 // 2.1 s counted at 0.95
+	if got := f.now(false); got < guess-1 || got > ft.trueMs() {
+		t.Fatalf("the unanchored restarted follower reads %d, want its restart guess %d (true time %d)", got, guess, ft.trueMs())
+	}
+	for range 24 { // 6 s without an entry, read every 250 ms (runClock)
+		ft.t += 250 * time.Millisecond
+		f.now(false)
+	}
+	before := f.now(false)
+	// The backlog: entries stamped from 2 s before the restart to 2.4 s after it.
+	for e := ft.trueMs() - 8_000; e <= ft.trueMs()-3_600; e += 50 {
+		f.observe(e)
+	}
+	if got := f.now(false); got < before {
+		t.Fatalf("after the backlog the follower reads %d, %d ms earlier than before it: readings went back", got, before-got)
+	}
+	if got, low := f.now(false), ft.trueMs()-6_400/20-105-5; got < low {
+		t.Fatalf("after the backlog the follower reads %d, %d ms behind true time %d (at most the outage and the wait at 5%% = %d)",
+			got, ft.trueMs()-got, ft.trueMs(), ft.trueMs()-low)
+	}
+}
+
 // The node saves the clock's offset from its wall clock and the wall
 // clock of the save, and a restart reads them back; a file of an earlier
 // release (the offset alone) gives no bound on the guess and is refused.
