@@ -128,7 +128,6 @@ func TestShardedBalanceLeaders(t *testing.T) {
 	ranges := []string{"0-5460", "5461-10922", "10923-16383"}
 	all := func(m map[string]string) bool { return len(m) == 3 }
 	agreedMasters(t, nodes, "every shard to have a master on every node", all)
-	leadAllOnN1(t, nodes, 3)
 
 	rebalance := func() string {
 		t.Helper()
@@ -139,13 +138,28 @@ func TestShardedBalanceLeaders(t *testing.T) {
 		}
 		return out.String()
 	}
-	var dry strings.Builder
-	if code := run([]string{"cluster", "rebalance", "--leaders", "--dry-run", "--addr", nodes[1].addr}, &dry, &dry); code != 0 ||
-		dry.String() != "shard 1: n1 -> n2\nshard 2: n1 -> n3\n" {
-		t.Errorf("rebalance --leaders --dry-run: exit %d, %q", code, dry.String())
-	}
-	if got := rebalance(); got != "shard 1: n1 -> n2\nshard 2: n1 -> n3\n" {
-		t.Errorf("rebalance --leaders printed %q", got)
+	const plan = "shard 1: n1 -> n2\nshard 2: n1 -> n3\n"
+	// An election of the loaded machine's own between putting the
+	// leaderships on n1 and the rebalance changes the plan: start over
+	// (a wrong plan is wrong every time).
+	for try := 1; ; try++ {
+		leadAllOnN1(t, nodes, 3)
+		var dry strings.Builder
+		code := run([]string{"cluster", "rebalance", "--leaders", "--dry-run", "--addr", nodes[1].addr}, &dry, &dry)
+		if code != 0 {
+			t.Fatalf("rebalance --leaders --dry-run: exit %d, %q", code, dry.String())
+		}
+		got := ""
+		if dry.String() == plan {
+			got = rebalance()
+		}
+		if got == plan {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("rebalance --leaders --dry-run printed %q, then the run %q; want %q", dry.String(), got, plan)
+		}
+		t.Logf("try %d: the dry run printed %q, the run %q; want %q: starting over", try, dry.String(), got, plan)
 	}
 	// The driver waited for each shard to name its new leader: RAFT.INFO
 	// on that leader's own replica says so at once.
@@ -271,8 +285,8 @@ func balanceTransfers(t *testing.T, nodes []*clusterProc) int {
 
 // TestShardedAutoBalanceLeaders: three processes × three shards from
 // `raftset cluster create`, the automatic leader balancer off
-// (cluster-leader-balance-interval 0); every leadership put on n1 by hand
-// stays there for three seconds. CONFIG SET turns the balancer on with a
+// (cluster-leader-balance-interval 0); with every leadership put on n1 by
+// hand, it counts no transfer for three seconds. CONFIG SET turns the balancer on with a
 // one-second interval on every node: without any other command each
 // process comes to lead one shard, INFO cluster counts the two transfers,
 // and three seconds later it has counted no other. Then kill -9 of n2 moves its
@@ -295,11 +309,16 @@ func TestShardedAutoBalanceLeaders(t *testing.T) {
 		}
 		return true
 	}
-	if testutil.Within(3*time.Second, func() bool { return !allOnN1() }) {
-		t.Fatal("with cluster-leader-balance-interval 0, a leadership left n1")
+	// Three seconds (three intervals of the balancer once it is on): the
+	// balancer moves nothing. What it would move is counted; a leadership
+	// that leaves n1 without a count is an election of the loaded
+	// machine's own, logged.
+	if testutil.Within(3*time.Second, func() bool { return balanceTransfers(t, nodes) != 0 }) {
+		t.Fatalf("with cluster-leader-balance-interval 0, INFO cluster counts %d transfers", balanceTransfers(t, nodes))
 	}
-	if n := balanceTransfers(t, nodes); n != 0 {
-		t.Fatalf("with the balancer off, INFO cluster counts %d transfers", n)
+	if !allOnN1() {
+		t.Log("a leadership left n1 with no transfer counted: an election; putting it back")
+		leadAllOnN1(t, nodes, 3)
 	}
 
 	for _, cp := range nodes {
