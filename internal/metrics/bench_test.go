@@ -1,10 +1,13 @@
 package metrics
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	gometrics "github.com/hashicorp/go-metrics/compat"
+
+	"raftset/internal/stats"
 )
 
 // BenchmarkGlobalEmit is what Raft pays per sample once the sink is
@@ -22,5 +25,31 @@ func BenchmarkGlobalEmit(b *testing.B) {
 		gometrics.MeasureSinceWithLabels([]string{"raft", "replication", "appendEntries", "rpc"}, start, labels)
 		gometrics.IncrCounter([]string{"raft", "apply"}, 1)
 		gometrics.SetGauge([]string{"raft", "commitNumLogs"}, 3)
+	}
+}
+
+// BenchmarkGatherShards is one scrape's collection (Registry.Gather) on a
+// process holding 1 or 3 replicas, each the leader of two followers: the
+// per-shard series cost about the same again for each shard held.
+func BenchmarkGatherShards(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("shards=%d", n), func(b *testing.B) {
+			node := &fakeNode{ready: true}
+			for i := range n {
+				node.shards = append(node.shards, shardStats(uint32(i), "leader", 3, 1000, 100,
+					stats.Follower{ID: "n2", LagEntries: 1, SinceContact: time.Millisecond},
+					stats.Follower{ID: "n3", LagEntries: 2, SinceContact: time.Millisecond}))
+			}
+			m := New()
+			if err := m.Register(fakeFE{}, node); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := m.Registry.Gather(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
