@@ -88,6 +88,8 @@ while :; do
           name=$1; labels=""; i=index(name, "{")
           if (i) { labels=substr(name, i+1, length(name)-i-1); name=substr(name, 1, i-1) }
           gsub(/"/, "", labels); gsub(/,/, ";", labels)
+          # One group: its shard label (always 0) says nothing here.
+          sub(/;shard=0$/, "", labels); sub(/^shard=0;?/, "", labels)
           print t "," n "," name "," labels "," $2
         }' >>"$csv" || true
   done

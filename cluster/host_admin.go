@@ -268,7 +268,7 @@ func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 func (h *Host) Ready() (bool, string) {
 	held := h.held.Load()
 	if len(held.ids) == 0 {
-		return false, "no replica yet"
+		return false, "this node holds no replica yet"
 	}
 	for _, id := range held.ids {
 		if ok, why := held.nodes[id].Ready(); !ok {
@@ -278,11 +278,20 @@ func (h *Host) Ready() (bool, string) {
 	return true, "ok"
 }
 
-// NodeStats is the home shard's (metrics.Node); the zero value on a
-// process that holds no replica yet.
-func (h *Host) NodeStats() stats.Node {
-	if n := h.Home(); n != nil {
-		return n.NodeStats()
+// ShardStats are the metrics of every replica the process holds, by
+// ascending shard id (metrics.Node): read from the replicas held at the
+// scrape, so that a replica the map adds gets its series at once and one
+// it removes leaves none behind. None while it holds no replica yet.
+func (h *Host) ShardStats() []stats.Node {
+	held := h.held.Load()
+	out := make([]stats.Node, 0, len(held.ids))
+	for _, id := range held.ids {
+		if n := held.nodes[id]; n != nil {
+			out = append(out, n.NodeStats())
+		}
 	}
-	return stats.Node{}
+	return out
 }
+
+// ProcessStats are the process's memory figures (metrics.Node).
+func (h *Host) ProcessStats() stats.Process { return processStats() }

@@ -254,14 +254,13 @@ func (o *obsState) oldestPast(index uint64, now time.Time) time.Time {
 	return now
 }
 
-// NodeStats is the node's part of the metrics endpoint.
+// NodeStats is this replica's part of the metrics endpoint.
 func (n *Node) NodeStats() stats.Node {
 	rs := n.raft.Stats()
-	heap := heapAlloc()
 	keys, expires := n.fsm.KeyspaceCounts()
 	addr, _ := n.Leader()
-	ready, _ := n.Ready()
 	st := stats.Node{
+		Shard:             n.cfg.Shard,
 		State:             strings.ToLower(rs["state"]),
 		Term:              parseU(rs["term"]),
 		CommitIndex:       parseU(rs["commit_index"]),
@@ -269,7 +268,6 @@ func (n *Node) NodeStats() stats.Node {
 		LastLogIndex:      parseU(rs["last_log_index"]),
 		LastSnapshotIndex: parseU(rs["last_snapshot_index"]),
 		HasLeader:         addr != "",
-		Ready:             ready,
 		LeaderChanges:     n.obs.leaderChanges.Load(),
 		Followers:         n.followers(),
 		EntriesProposed:   n.st.entries.Load(),
@@ -280,9 +278,13 @@ func (n *Node) NodeStats() stats.Node {
 		ExpiredProposed:   n.st.expired.Load(),
 		Keys:              uint64(keys),
 		KeysWithExpiry:    uint64(expires),
-		HeapBytes:         heap,
-		RSSBytes:          rssBytes(),
-		DatasetBytes:      heap,
+	}
+	if ev := n.evictor(); ev != nil {
+		// The state machine's own accounting, as INFO's
+		// used_memory_dataset: the heap is the process's, shared by
+		// every replica it holds.
+		st.DatasetBytes = uint64(max(ev.UsedMemory(), 0))
+		st.EvictedKeys = ev.Counters().Evicted
 	}
 	if list, err := n.snaps.List(); err == nil && len(list) > 0 {
 		st.LastSnapshotSize = list[0].Size
@@ -290,6 +292,17 @@ func (n *Node) NodeStats() stats.Node {
 	snap := n.obs.batchOps.Snapshot()
 	st.BatchOps = &snap
 	return st
+}
+
+// ShardStats is the metrics' view of a node without shard-map: its one
+// group, as shard 0.
+func (n *Node) ShardStats() []stats.Node { return []stats.Node{n.NodeStats()} }
+
+// ProcessStats are the process's memory figures (metrics.Node).
+func (n *Node) ProcessStats() stats.Process { return processStats() }
+
+func processStats() stats.Process {
+	return stats.Process{HeapBytes: heapAlloc(), RSSBytes: rssBytes()}
 }
 
 // heapAlloc is MemStats.HeapAlloc read through runtime/metrics, which does

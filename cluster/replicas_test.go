@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -57,6 +58,11 @@ func TestMoveReplica(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "n1's replica to hold the key written before it joined", func() bool {
 		return string(rep.ReadBatch(ctx, [][][]byte{args("smembers", k1)}, true)[0]) == "*1\r\n$6\r\nbefore\r\n"
 	})
+	// Its metrics follow without a restart: shard 1's replica is exported
+	// with the key it caught up with.
+	if got := shardStatsOf(n1); !slices.Equal(got, []string{"0:0", "1:1"}) {
+		t.Errorf("n1's ShardStats (shard:keys) after ADDREPLICA = %v, want [0:0 1:1]", got)
+	}
 
 	if r := adminRetry(t, n1, "raft.shard", "removereplica", "1", "n2"); r != "+OK\r\n" {
 		t.Fatalf("RAFT.SHARD REMOVEREPLICA 1 n2 = %q", r)
@@ -64,6 +70,9 @@ func TestMoveReplica(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "n2 to close its replica of shard 1", func() bool { _, ok := n2.Node(1); return !ok })
 	if _, ok := n2.Node(0); !ok {
 		t.Error("n2 closed its replica of shard 0 too")
+	}
+	if got := shardStatsOf(n2); !slices.Equal(got, []string{"0:0"}) {
+		t.Errorf("n2's ShardStats (shard:keys) after REMOVEREPLICA = %v, want [0:0]: no series of the closed replica", got)
 	}
 	for _, h := range hosts {
 		testutil.WaitFor(t, 10*time.Second, h.self+" to learn the new members", func() bool {
@@ -97,6 +106,15 @@ func TestMoveReplica(t *testing.T) {
 	if r := adminRetry(t, n4, "raft.shard", "removereplica", "1", "n1"); r != want {
 		t.Errorf("RAFT.SHARD REMOVEREPLICA 1 n1 = %q, want %q", r, want)
 	}
+}
+
+// shardStatsOf is h's metrics per replica as "shard:keys", in order.
+func shardStatsOf(h *Host) []string {
+	var out []string
+	for _, st := range h.ShardStats() {
+		out = append(out, fmt.Sprintf("%d:%d", st.Shard, st.Keys))
+	}
+	return out
 }
 
 // adminRetry runs an admin command on h, again while it answers -TRYAGAIN

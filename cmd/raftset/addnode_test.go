@@ -273,8 +273,6 @@ func TestNodeWithoutReplicaStartRefusals(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"metrics-addr", []string{"--shard-map", "0:0-16383:n1@127.0.0.1:2", "--metrics-addr", "127.0.0.1:0"},
-			`metrics-addr on a node that holds no replica yet ("n4" is in no shard of shard-map) is not supported: start it without, and with metrics-addr once it holds one`},
 		{"no voter address", []string{"--shard-map", "0:0-16383:n1"},
 			`start raft: cluster: node "n4" is a member of no shard in the shard map, and the map gives no client address of shard 0's members (id@host:port), the metadata voters it would learn the replicated map from`},
 	} {
@@ -295,5 +293,54 @@ func TestNodeWithoutReplicaStartRefusals(t *testing.T) {
 				t.Errorf("start(%q) = %v, want %s", args, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestNodeWithoutReplicaMetrics: a process that holds no replica yet starts
+// with metrics-addr: /livez answers, /readyz says it holds no replica, and
+// /metrics has the process's series and no shard's.
+func TestNodeWithoutReplicaMetrics(t *testing.T) {
+	maddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	args := []string{"--dir", t.TempDir(), "--node-id", "n4", "--port", fmt.Sprint(testutil.FreePort(t)),
+		"--raft-addr", fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)), "--cluster-enabled", "yes",
+		"--peers", "n1=127.0.0.1:1", "--shard-map", "0:0-16383:n1@127.0.0.1:2", "--metrics-addr", maddr}
+	cfg, err := LoadConfig(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := start(cfg, io.Discard)
+	if err != nil {
+		t.Fatalf("start(%q): %v", args, err)
+	}
+	defer n.close()
+	if code, body := httpGet(t, "http://"+maddr+"/livez", ""); code != 200 || body != "ok\n" {
+		t.Errorf("/livez = %d %q, want 200 \"ok\\n\"", code, body)
+	}
+	if code, body := httpGet(t, "http://"+maddr+"/readyz", ""); code != 503 || body != "this node holds no replica yet\n" {
+		t.Errorf("/readyz = %d %q, want 503 \"this node holds no replica yet\\n\"", code, body)
+	}
+	fams := scrape(t, maddr)
+	for _, fam := range []string{"raftset_ready", "raftset_memory_heap_bytes", "raftset_memory_rss_bytes",
+		"raftset_connected_clients", "process_cpu_seconds_total", "go_goroutines"} {
+		if _, ok := fams[fam]; !ok {
+			t.Errorf("/metrics has no %s", fam)
+		}
+	}
+	if v, _ := value(fams, "raftset_ready"); v != 0 {
+		t.Errorf("raftset_ready = %v, want 0", v)
+	}
+	for name, f := range fams {
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "shard" {
+					t.Errorf("a process holding no replica exports %s{shard=%q}", name, l.GetValue())
+				}
+			}
+		}
+	}
+	for _, fam := range []string{"raftset_raft_term", "raftset_raft_applied_index", "raftset_keys", "raftset_raft_is_leader"} {
+		if _, ok := fams[fam]; ok {
+			t.Errorf("a process holding no replica exports %s", fam)
+		}
 	}
 }

@@ -165,7 +165,7 @@ func TestMetricsTLSOff(t *testing.T) {
 	maddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	startTLSNode(t, p, false, "--metrics-addr", maddr, "--metrics-auth", metricsToken, "--metrics-tls", "no")
 	if code, body := httpGet(t, "http://"+maddr+"/metrics", metricsToken); code != http.StatusOK ||
-		!strings.Contains(body, "\nraftset_raft_is_leader 1\n") {
+		!strings.Contains(body, "\nraftset_raft_is_leader{shard=\"0\"} 1\n") {
 		t.Errorf("metrics-tls no: plain GET /metrics = %d %.200q", code, body)
 	}
 	if code, _, err := httpsGet(t, "https://"+maddr+"/livez", p.clientTLS(t, "client"), ""); err == nil {

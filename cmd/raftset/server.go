@@ -143,11 +143,6 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	if len(peers) > 0 && !added && !slices.ContainsFunc(peers, func(p cluster.Peer) bool { return p.ID == id }) {
 		return nil, fmt.Errorf("peers: this node's id %q is not in the list (set node-id to one of its ids)", id)
 	}
-	if added && cfg.MetricsAddr != "" {
-		// Its metrics come from a replica (metrics.Node), which it has
-		// none of yet.
-		return nil, fmt.Errorf("metrics-addr on a node that holds no replica yet (%q is in no shard of shard-map) is not supported: start it without, and with metrics-addr once it holds one", id)
-	}
 
 	// Listen for clients first: the client address is published to the
 	// other nodes (the TLS port's when port is 0).
@@ -300,7 +295,8 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	srv.SetSlowlog(int64(cfg.SlowlogLogSlowerThan), int64(cfg.SlowlogMaxLen))
 	srv.SetLatencyMonitorThreshold(int64(cfg.LatencyMonitorThreshold))
 	// /readyz and the node series: a sharded process is ready when every
-	// replica it holds is (Host.Ready); its series are the home shard's.
+	// replica it holds is (Host.Ready), and exports the series of each,
+	// labelled by shard; one that holds none yet only the process's.
 	var mn metrics.Node = rn
 	if host != nil {
 		mn = host

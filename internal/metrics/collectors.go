@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"raftset/internal/stats"
@@ -32,33 +34,33 @@ var (
 	dProcessed  = desc("raftset_commands_processed_total", "Commands received, known or not (INFO total_commands_processed).")
 	dMaxInput   = desc("raftset_client_recent_max_input_buffer_bytes", "Largest input batch of one connection in the last 8 seconds.")
 	dMaxOutput  = desc("raftset_client_recent_max_output_buffer_bytes", "Largest reply batch of one connection in the last 8 seconds.")
-	dTerm       = desc("raftset_raft_term", "Current Raft term.")
-	dCommit     = desc("raftset_raft_commit_index", "Raft commit index known to this node.")
-	dApplied    = desc("raftset_raft_applied_index", "Last log index the state machine applied.")
-	dLastLog    = desc("raftset_raft_last_log_index", "Last index in this node's log.")
-	dSnapIdx    = desc("raftset_raft_last_snapshot_index", "Index of the newest snapshot.")
-	dSnapSize   = desc("raftset_snapshot_size_bytes", "Size of the newest snapshot file.")
-	dState      = desc("raftset_raft_state", "1 for this node's Raft state.", "state")
-	dLeader     = desc("raftset_raft_is_leader", "1 if this node is the leader.")
-	dHasLeader  = desc("raftset_raft_has_leader", "1 if this node knows a leader.")
+	dTerm       = desc("raftset_raft_term", "Current Raft term.", "shard")
+	dCommit     = desc("raftset_raft_commit_index", "Raft commit index known to this node.", "shard")
+	dApplied    = desc("raftset_raft_applied_index", "Last log index the state machine applied.", "shard")
+	dLastLog    = desc("raftset_raft_last_log_index", "Last index in this node's log.", "shard")
+	dSnapIdx    = desc("raftset_raft_last_snapshot_index", "Index of the newest snapshot.", "shard")
+	dSnapSize   = desc("raftset_snapshot_size_bytes", "Size of the newest snapshot file.", "shard")
+	dState      = desc("raftset_raft_state", "1 for this node's Raft state.", "shard", "state")
+	dLeader     = desc("raftset_raft_is_leader", "1 if this node is the leader.", "shard")
+	dHasLeader  = desc("raftset_raft_has_leader", "1 if this node knows a leader.", "shard")
 	dReady      = desc("raftset_ready", "1 if /readyz answers ready.")
-	dLeaderChg  = desc("raftset_raft_leader_changes_total", "Leader changes this node observed.")
-	dLagEntries = desc("raftset_raft_follower_lag_entries", "Entries the leader applied that a follower had not at its last answer (on the leader).", "peer")
-	dLagSeconds = desc("raftset_raft_follower_lag_seconds", "How long ago the leader had applied what a follower still lacks (on the leader).", "peer")
-	dContact    = desc("raftset_raft_follower_last_contact_seconds", "Time since a follower last answered the leader (on the leader).", "peer")
-	dEntries    = desc("raftset_raft_entries_proposed_total", "Log entries this node proposed.")
-	dOps        = desc("raftset_raft_ops_proposed_total", "Write ops in the entries this node proposed.")
-	dBatch      = desc("raftset_group_commit_ops", "Write ops per proposed log entry (group commit).")
-	dForwarded  = desc("raftset_forwarded_write_ops_total", "Write ops this follower forwarded to the leader.")
-	dReadIndex  = desc("raftset_read_index_rounds_total", "Leadership confirmation rounds for linearizable reads (on the leader).")
-	dLinReads   = desc("raftset_linearizable_reads_total", "Reads served after a read barrier.")
-	dExpired    = desc("raftset_expired_keys_total", "Keys the leader proposed to delete because they expired.")
-	dEvicted    = desc("raftset_evicted_keys_total", "Keys evicted for maxmemory (raftset does not evict: always 0).")
-	dKeys       = desc("raftset_keys", "Keys in the keyspace.")
-	dKeysExp    = desc("raftset_keys_with_expiry", "Keys with a deadline.")
+	dLeaderChg  = desc("raftset_raft_leader_changes_total", "Leader changes this node observed.", "shard")
+	dLagEntries = desc("raftset_raft_follower_lag_entries", "Entries the leader applied that a follower had not at its last answer (on the leader).", "shard", "peer")
+	dLagSeconds = desc("raftset_raft_follower_lag_seconds", "How long ago the leader had applied what a follower still lacks (on the leader).", "shard", "peer")
+	dContact    = desc("raftset_raft_follower_last_contact_seconds", "Time since a follower last answered the leader (on the leader).", "shard", "peer")
+	dEntries    = desc("raftset_raft_entries_proposed_total", "Log entries this node proposed.", "shard")
+	dOps        = desc("raftset_raft_ops_proposed_total", "Write ops in the entries this node proposed.", "shard")
+	dBatch      = desc("raftset_group_commit_ops", "Write ops per proposed log entry (group commit).", "shard")
+	dForwarded  = desc("raftset_forwarded_write_ops_total", "Write ops this follower forwarded to the leader.", "shard")
+	dReadIndex  = desc("raftset_read_index_rounds_total", "Leadership confirmation rounds for linearizable reads (on the leader).", "shard")
+	dLinReads   = desc("raftset_linearizable_reads_total", "Reads served after a read barrier.", "shard")
+	dExpired    = desc("raftset_expired_keys_total", "Keys the leader proposed to delete because they expired.", "shard")
+	dEvicted    = desc("raftset_evicted_keys_total", "Keys evicted for maxmemory, as applied by this replica (INFO evicted_keys).", "shard")
+	dKeys       = desc("raftset_keys", "Keys in the keyspace.", "shard")
+	dKeysExp    = desc("raftset_keys_with_expiry", "Keys with a deadline.", "shard")
 	dHeap       = desc("raftset_memory_heap_bytes", "Go heap in use.")
 	dRSS        = desc("raftset_memory_rss_bytes", "Resident set size.")
-	dDataset    = desc("raftset_memory_dataset_bytes", "Memory used by the dataset (INFO used_memory_dataset).")
+	dDataset    = desc("raftset_memory_dataset_bytes", "The state machine's accounting of its dataset (INFO used_memory_dataset).", "shard")
 )
 
 type frontendCollector struct{ fe Frontend }
@@ -117,7 +119,13 @@ func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels 
 	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 }
 
-type nodeCollector struct{ node Node }
+// nodeCollector exports the replicas' series, one set per shard the
+// process holds at the scrape (so a replica added or removed while it runs
+// gains or loses its series without a restart), and the process's own.
+type nodeCollector struct {
+	node  Node
+	ready func() (bool, string)
+}
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dTerm, dCommit, dApplied, dLastLog, dSnapIdx, dSnapSize, dState,
@@ -135,46 +143,55 @@ func b2f(b bool) float64 {
 }
 
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.node.NodeStats()
-	gauge(ch, dTerm, float64(st.Term))
-	gauge(ch, dCommit, float64(st.CommitIndex))
-	gauge(ch, dApplied, float64(st.AppliedIndex))
-	gauge(ch, dLastLog, float64(st.LastLogIndex))
-	gauge(ch, dSnapIdx, float64(st.LastSnapshotIndex))
-	gauge(ch, dSnapSize, float64(st.LastSnapshotSize))
-	for _, s := range []string{"leader", "follower", "candidate", "shutdown"} {
-		gauge(ch, dState, b2f(st.State == s), s)
+	ready, _ := c.ready()
+	gauge(ch, dReady, b2f(ready))
+	ps := c.node.ProcessStats()
+	gauge(ch, dHeap, float64(ps.HeapBytes))
+	gauge(ch, dRSS, float64(ps.RSSBytes))
+	for _, st := range c.node.ShardStats() {
+		collectShard(ch, &st)
 	}
-	gauge(ch, dLeader, b2f(st.State == "leader"))
-	gauge(ch, dHasLeader, b2f(st.HasLeader))
-	gauge(ch, dReady, b2f(st.Ready))
-	counter(ch, dLeaderChg, float64(st.LeaderChanges))
+}
+
+// collectShard sends one replica's series, labelled with its shard.
+func collectShard(ch chan<- prometheus.Metric, st *stats.Node) {
+	sh := strconv.FormatUint(uint64(st.Shard), 10)
+	gauge(ch, dTerm, float64(st.Term), sh)
+	gauge(ch, dCommit, float64(st.CommitIndex), sh)
+	gauge(ch, dApplied, float64(st.AppliedIndex), sh)
+	gauge(ch, dLastLog, float64(st.LastLogIndex), sh)
+	gauge(ch, dSnapIdx, float64(st.LastSnapshotIndex), sh)
+	gauge(ch, dSnapSize, float64(st.LastSnapshotSize), sh)
+	for _, s := range []string{"leader", "follower", "candidate", "shutdown"} {
+		gauge(ch, dState, b2f(st.State == s), sh, s)
+	}
+	gauge(ch, dLeader, b2f(st.State == "leader"), sh)
+	gauge(ch, dHasLeader, b2f(st.HasLeader), sh)
+	counter(ch, dLeaderChg, float64(st.LeaderChanges), sh)
 	for _, f := range st.Followers {
 		if f.SinceContact < 0 {
 			continue // not heard from yet: no lag to report
 		}
-		gauge(ch, dLagEntries, float64(f.LagEntries), f.ID)
-		gauge(ch, dLagSeconds, f.Lag.Seconds(), f.ID)
-		gauge(ch, dContact, f.SinceContact.Seconds(), f.ID)
+		gauge(ch, dLagEntries, float64(f.LagEntries), sh, f.ID)
+		gauge(ch, dLagSeconds, f.Lag.Seconds(), sh, f.ID)
+		gauge(ch, dContact, f.SinceContact.Seconds(), sh, f.ID)
 	}
-	counter(ch, dEntries, float64(st.EntriesProposed))
-	counter(ch, dOps, float64(st.OpsProposed))
+	counter(ch, dEntries, float64(st.EntriesProposed), sh)
+	counter(ch, dOps, float64(st.OpsProposed), sh)
 	if b := st.BatchOps; b != nil {
 		// Counts below 2^e are exact: as ops are whole, that is le 2^e-1.
 		buckets := make(map[float64]uint64, lastBatchExp)
 		for e := 1; e <= lastBatchExp; e++ {
 			buckets[float64(uint64(1)<<e-1)] = b.CountBelow(e)
 		}
-		ch <- prometheus.MustNewConstHistogram(dBatch, b.Count, float64(b.Sum), buckets)
+		ch <- prometheus.MustNewConstHistogram(dBatch, b.Count, float64(b.Sum), buckets, sh)
 	}
-	counter(ch, dForwarded, float64(st.ForwardedOps))
-	counter(ch, dReadIndex, float64(st.ReadIndexRounds))
-	counter(ch, dLinReads, float64(st.LinearizableReads))
-	counter(ch, dExpired, float64(st.ExpiredProposed))
-	counter(ch, dEvicted, 0)
-	gauge(ch, dKeys, float64(st.Keys))
-	gauge(ch, dKeysExp, float64(st.KeysWithExpiry))
-	gauge(ch, dHeap, float64(st.HeapBytes))
-	gauge(ch, dRSS, float64(st.RSSBytes))
-	gauge(ch, dDataset, float64(st.DatasetBytes))
+	counter(ch, dForwarded, float64(st.ForwardedOps), sh)
+	counter(ch, dReadIndex, float64(st.ReadIndexRounds), sh)
+	counter(ch, dLinReads, float64(st.LinearizableReads), sh)
+	counter(ch, dExpired, float64(st.ExpiredProposed), sh)
+	counter(ch, dEvicted, float64(st.EvictedKeys), sh)
+	gauge(ch, dKeys, float64(st.Keys), sh)
+	gauge(ch, dKeysExp, float64(st.KeysWithExpiry), sh)
+	gauge(ch, dDataset, float64(st.DatasetBytes), sh)
 }

@@ -26,9 +26,14 @@ type Frontend interface {
 	ClientStats() stats.Clients
 }
 
-// Node is what the metrics read of the replicated node (cluster.Node).
+// Node is what the metrics read of the replicated side: a cluster.Node,
+// or a sharded process's cluster.Host.
 type Node interface {
-	NodeStats() stats.Node
+	// ShardStats are the replicas the process holds at this scrape, one
+	// per Raft group: each is exported with its shard label.
+	ShardStats() []stats.Node
+	// ProcessStats are the figures of the process as a whole.
+	ProcessStats() stats.Process
 	Ready() (bool, string)
 }
 
@@ -54,11 +59,22 @@ func (m *Metrics) Register(fe Frontend, node Node) error {
 	if err := m.Registry.Register(&frontendCollector{fe: fe}); err != nil {
 		return err
 	}
-	if err := m.Registry.Register(&nodeCollector{node: node}); err != nil {
+	if err := m.Registry.Register(&nodeCollector{node: node, ready: m.ready}); err != nil {
 		return err
 	}
 	m.node.Store(&node)
 	return nil
+}
+
+// ready is what /readyz answers, and raftset_ready says.
+func (m *Metrics) ready() (bool, string) {
+	switch node := m.node.Load(); {
+	case m.shutting.Load():
+		return false, "shutting down"
+	case node != nil:
+		return (*node).Ready()
+	}
+	return false, "starting"
 }
 
 // ShuttingDown makes /readyz fail from now on (the process got SIGTERM).
@@ -91,13 +107,7 @@ func (m *Metrics) HandlerFor(a Access) http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, why := false, "starting"
-		switch node := m.node.Load(); {
-		case m.shutting.Load():
-			ok, why = false, "shutting down"
-		case node != nil:
-			ok, why = (*node).Ready()
-		}
+		ok, why := m.ready()
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}

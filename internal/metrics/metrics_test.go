@@ -29,15 +29,24 @@ func (fakeFE) CommandStats(fn func(stats.Command)) {
 func (fakeFE) ErrorStats(fn func(string, uint64)) { fn("WRONGTYPE", 1) }
 func (fakeFE) ClientStats() stats.Clients         { return stats.Clients{Connected: 2} }
 
-type fakeNode struct{ ready bool }
+type fakeNode struct {
+	ready  bool
+	shards []stats.Node // nil: one leader of shard 0
+}
 
-func (f *fakeNode) NodeStats() stats.Node {
+func (f *fakeNode) ShardStats() []stats.Node {
+	if f.shards != nil {
+		return f.shards
+	}
 	var b stats.Hist
 	b.Add(1)
 	b.Add(5)
 	s := b.Snapshot()
-	return stats.Node{State: "leader", Term: 3, BatchOps: &s,
-		Followers: []stats.Follower{{ID: "n2", LagEntries: 7, Lag: time.Second, SinceContact: time.Millisecond}, {ID: "n3", SinceContact: -1}}}
+	return []stats.Node{{State: "leader", Term: 3, BatchOps: &s,
+		Followers: []stats.Follower{{ID: "n2", LagEntries: 7, Lag: time.Second, SinceContact: time.Millisecond}, {ID: "n3", SinceContact: -1}}}}
+}
+func (f *fakeNode) ProcessStats() stats.Process {
+	return stats.Process{HeapBytes: 1 << 20, RSSBytes: 2 << 20}
 }
 func (f *fakeNode) Ready() (bool, string) {
 	if f.ready {

@@ -33,20 +33,33 @@ type Follower struct {
 	SinceContact time.Duration
 }
 
-// Node is the replicated node's state for the metrics endpoint.
+// Node is the state of one replica (one Raft group, one state machine) for
+// the metrics endpoint.
 type Node struct {
+	// Shard is the group's shard id: 0 for the single group of a node
+	// without shard-map, so that one dashboard serves both.
+	Shard                              uint32
 	State                              string // leader, follower, candidate, shutdown
 	Term, CommitIndex, AppliedIndex    uint64
 	LastLogIndex, LastSnapshotIndex    uint64
 	LastSnapshotSize                   int64
-	HasLeader, Ready                   bool
+	HasLeader                          bool
 	LeaderChanges                      uint64
 	Followers                          []Follower // on the leader
 	EntriesProposed, OpsProposed       uint64
 	ForwardedOps, ReadIndexRounds      uint64
 	LinearizableReads, ExpiredProposed uint64
 	Keys, KeysWithExpiry               uint64
-	HeapBytes, RSSBytes, DatasetBytes  uint64
+	// DatasetBytes is the state machine's accounting of its dataset (INFO
+	// used_memory_dataset); EvictedKeys the keys evicted for maxmemory it
+	// applied (INFO evicted_keys).
+	DatasetBytes, EvictedKeys uint64
 	// BatchOps is the histogram of ops per proposed entry (group commit).
 	BatchOps *Snapshot
+}
+
+// Process is what the metrics read of the process as a whole, whatever
+// replicas it holds.
+type Process struct {
+	HeapBytes, RSSBytes uint64
 }
