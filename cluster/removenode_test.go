@@ -222,6 +222,8 @@ func TestRemoveNode(t *testing.T) {
 	if n4.Users() == nil {
 		t.Error("the drained n4 has no ACL users for its front end")
 	}
+	// n1's map learns the drain within a refresh (unless it drove it).
+	testutil.WaitFor(t, 10*time.Second, "n1 to learn the drain", func() bool { return len(n1.Map().Hosts("n4")) == 0 })
 	epoch := n1.Map().Epoch
 	// Sent to a voter: the drained n4 holds no replica whose log would
 	// tell it the voters' client addresses, which this test's map does
@@ -268,12 +270,14 @@ func TestRemoveNode(t *testing.T) {
 	if r := adminRetry(t, n1, "raft.shard", "removenode", "n5"); r != "+OK\r\n" {
 		t.Fatalf("REMOVENODE n5 = %q", r)
 	}
+	testutil.WaitFor(t, 10*time.Second, "n1 to learn n5's removal", func() bool { return n1.Map().removed("n5") })
 	if m := n1.Map(); m.Nodes != nil || !slices.Equal(m.Removed, []string{"n4", "n5"}) {
 		t.Errorf("map after REMOVENODE n5: %q", m.Encode())
 	}
 	if r := adminRetry(t, n1, "raft.shard", "addnode", "n5", "10.0.0.5:7005", "10.0.0.5:17005"); r != "+OK\r\n" {
 		t.Fatalf("ADDNODE n5 again = %q", r)
 	}
+	testutil.WaitFor(t, 10*time.Second, "n1 to learn n5's record again", func() bool { return !n1.Map().removed("n5") })
 	if m := n1.Map(); m.Nodes["n5"] != (NodeRecord{"10.0.0.5:7005", "10.0.0.5:17005"}) || !slices.Equal(m.Removed, []string{"n4"}) {
 		t.Errorf("map after ADDNODE n5 again: %q", m.Encode())
 	}

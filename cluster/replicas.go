@@ -321,9 +321,10 @@ func (h *Host) waitSuffrage(ctx context.Context, id uint32, node, suffrage strin
 // no longer names it a member of (REMOVEREPLICA). Its directory stays: a
 // later ADDREPLICA of the same node starts from it (a non-voter with old
 // state catches up like any lagging one). The home shard is closed only
-// with the last replica (the driver removes it last): the process then
-// holds none, as one started with none, and keeps the home's ACL users
-// for the front end until a replica starts again (which becomes its home).
+// with the last replica (the driver removes it last), or when a restart
+// started a stale one (below): the process then holds none, as one started
+// with none, and keeps the home's ACL users for the front end until a
+// replica starts again (which becomes its home).
 func (h *Host) stopRemovedShards() {
 	h.startMu.Lock()
 	defer h.startMu.Unlock()
@@ -335,11 +336,9 @@ func (h *Host) stopRemovedShards() {
 		return // the directive's map: nothing was removed yet
 	}
 	held := h.held.Load()
-	drained := len(m.Hosts(h.self)) == 0
 	var gone []uint32
 	for _, id := range held.ids {
-		sh, ok := m.Shard(id)
-		if (!ok || !slices.Contains(sh.Members, h.self)) && (drained || held.nodes[id] != h.Home()) {
+		if !m.member(id, h.self) {
 			gone = append(gone, id)
 		}
 	}
@@ -354,8 +353,17 @@ func (h *Host) stopRemovedShards() {
 		}
 	}
 	if home := h.Home(); home != nil && slices.Contains(gone, home.cfg.Shard) {
-		h.firstUsers.Store(home.Users())
-		h.home.Store(nil)
+		// The driver removes a home only with the last replica; or this
+		// process restarted from a directive whose lowest shard the map
+		// took from it since (drained, then given others): the map's home
+		// takes over if it runs here, else the next replica started
+		// (startNewShards starts the map's first).
+		if id, ok := m.Home(h.self); ok && next.nodes[id] != nil {
+			h.setHome(next.nodes[id])
+		} else {
+			h.firstUsers.Store(home.Users())
+			h.home.Store(nil)
+		}
 	}
 	h.held.Store(next)
 	for _, id := range gone {

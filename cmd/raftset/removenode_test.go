@@ -28,7 +28,9 @@ import (
 // every shard, is the number of keys), every shard has 3 voters on n1-n3
 // in its Raft configuration, n4 holds no replica, no process's CLUSTER
 // NODES lists it, a repeat changes nothing, and with n4 stopped
-// redis-cli --cluster check is OK.
+// redis-cli --cluster check is OK. Started again, n4 closes the replicas
+// its directive names; added again and given shard 0, that is its home,
+// also across a restart.
 func TestShardedRemoveNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test")
@@ -226,4 +228,40 @@ func TestShardedRemoveNode(t *testing.T) {
 	n4.p.stop(t)
 	agreedMasters(t, rest, "three shards to have a master on n1-n3", func(m map[string]string) bool { return len(m) == 3 })
 	clusterCheck(t, nodes[0].addr)
+
+	// Started again on its directory all the same, n4 restarts the
+	// replicas its directive names until its first map refresh closes
+	// them; added again (ADDNODE drops the removed line) and given shard
+	// 0, that replica is its home, also after another restart, which
+	// again starts the directive's shard 1 first: RAFT.INFO, run on the
+	// home, lists shard 0's four members.
+	n4.start(t)
+	waitWritable(t, n4.addr)
+	c4 = dial(t, n4.addr)
+	for _, id := range []string{"1", "2"} {
+		testutil.WaitFor(t, 30*time.Second, "n4 to close its old replica of shard "+id, func() bool {
+			return do(t, c4, "RAFT.SHARD", id, "RAFT.INFO") == "-ERR this node holds no replica of shard "+id+"\r\n"
+		})
+	}
+	raftAddr := n4.extra[slices.Index(n4.extra, "--raft-addr")+1]
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"cluster", "add-node", "--addr", nodes[0].addr, "n4@" + n4.addr + "," + raftAddr}, &out, &errOut); code != 0 {
+		t.Fatalf("add-node n4 after its removal: exit %d, %q %s", code, out.String(), errOut.String())
+	}
+	if r := do(t, c1, "RAFT.SHARD", "ADDREPLICA", "0", "n4"); r != "+OK\r\n" {
+		t.Fatalf("RAFT.SHARD ADDREPLICA 0 n4 after add-node = %q", r)
+	}
+	homeIsShard0 := func() bool {
+		info := do(t, c4, "RAFT.INFO")
+		return strings.Contains(info, "member3:id=") && strings.Contains(info, "id=n4,suffrage=voter")
+	}
+	testutil.WaitFor(t, 30*time.Second, "n4's home to be its replica of shard 0", homeIsShard0)
+	n4.p.stop(t)
+	n4.start(t)
+	waitWritable(t, n4.addr)
+	c4 = dial(t, n4.addr)
+	testutil.WaitFor(t, 30*time.Second, "n4's home to be its replica of shard 0 after a restart", func() bool {
+		return homeIsShard0() && do(t, c4, "RAFT.SHARD", "1", "RAFT.INFO") == "-ERR this node holds no replica of shard 1\r\n"
+	})
 }
