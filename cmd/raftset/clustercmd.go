@@ -89,9 +89,9 @@ each step; --dry-run prints the plan only. Refused before anything moves:
 an unknown node, and a voter of the metadata group (the first shard's
 members of the map the cluster was created with), whose voters cannot
 change yet; and when no other node can take a replica. A removed node
-holds no replica and no process lists it; stop its process (its
+holds no replica and no other process lists it; stop its process (its
 directory can be deleted). Running it again after a failure resumes; for
-a node removed already it does nothing.
+a node removed already it only evens out the rest.
 
 Environment: RAFTSET_CLUSTER_PASSWORD (default --password, for a node with
 requirepass).
