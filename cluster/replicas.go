@@ -320,11 +320,14 @@ func (h *Host) waitSuffrage(ctx context.Context, id uint32, node, suffrage strin
 // stopRemovedShards closes this process's replica of every shard the map
 // no longer names it a member of (REMOVEREPLICA). Its directory stays: a
 // later ADDREPLICA of the same node starts from it (a non-voter with old
-// state catches up like any lagging one). The home shard is closed only
-// with the last replica (the driver removes it last), or when a restart
-// started a stale one (below): the process then holds none, as one started
-// with none, and keeps the home's ACL users for the front end until a
-// replica starts again (which becomes its home).
+// state catches up like any lagging one). It also makes the map's home
+// (homes.go) this process's home once it runs here: they differ only
+// after a restart from the directive, whose lowest shard is the home at
+// start, of a node drained since and given other replicas (the home
+// closed with the last replica: a stale one was started). With no home in
+// the map held here, a home closed leaves the process with none, as one
+// started with none, keeping its ACL users for the front end until the
+// next replica starts (which becomes its home: startShard).
 func (h *Host) stopRemovedShards() {
 	h.startMu.Lock()
 	defer h.startMu.Unlock()
@@ -337,33 +340,30 @@ func (h *Host) stopRemovedShards() {
 	}
 	held := h.held.Load()
 	var gone []uint32
+	next := &heldShards{nodes: make(map[uint32]*Node, len(held.nodes))}
 	for _, id := range held.ids {
 		if !m.member(id, h.self) {
 			gone = append(gone, id)
+			continue
 		}
+		next.nodes[id] = held.nodes[id]
+		next.ids = append(next.ids, id)
+	}
+	home := h.Home()
+	var want *Node
+	if id, ok := m.Home(h.self); ok {
+		want = next.nodes[id] // nil until startNewShards started it
+	}
+	switch {
+	case want != nil && want != home:
+		h.log.Info("the map's home shard is this process's home now", "shard", want.cfg.Shard)
+		h.setHome(want)
+	case home != nil && slices.Contains(gone, home.cfg.Shard):
+		h.firstUsers.Store(home.Users())
+		h.home.Store(nil)
 	}
 	if len(gone) == 0 {
 		return
-	}
-	next := &heldShards{nodes: make(map[uint32]*Node, len(held.nodes))}
-	for _, id := range held.ids {
-		if !slices.Contains(gone, id) {
-			next.nodes[id] = held.nodes[id]
-			next.ids = append(next.ids, id)
-		}
-	}
-	if home := h.Home(); home != nil && slices.Contains(gone, home.cfg.Shard) {
-		// The driver removes a home only with the last replica; or this
-		// process restarted from a directive whose lowest shard the map
-		// took from it since (drained, then given others): the map's home
-		// takes over if it runs here, else the next replica started
-		// (startNewShards starts the map's first).
-		if id, ok := m.Home(h.self); ok && next.nodes[id] != nil {
-			h.setHome(next.nodes[id])
-		} else {
-			h.firstUsers.Store(home.Users())
-			h.home.Store(nil)
-		}
 	}
 	h.held.Store(next)
 	for _, id := range gone {
