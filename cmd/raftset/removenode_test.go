@@ -118,9 +118,11 @@ func TestShardedRemoveNode(t *testing.T) {
 	errOut.Reset()
 	done := "node n4 holds no replica and is out of the cluster: stop its process (its directory can be deleted)\n"
 	wantRun := strings.ReplaceAll(strings.Replace(wantPlan, "remove node", "removed node", 1), "move shard", "moved shard") + done
+	began := time.Now()
 	if code := run([]string{"cluster", "remove-node", "--addr", nodes[1].addr, "--timeout", "3m", "n4"}, &out, &errOut); code != 0 || out.String() != wantRun {
 		t.Fatalf("remove-node n4: exit %d, %q %s, want %q", code, out.String(), errOut.String(), wantRun)
 	}
+	t.Logf("remove-node n4 took %s", time.Since(began).Round(time.Millisecond))
 	rest := nodes[:3]
 	byID := func(id string) *clusterProc {
 		return rest[slices.IndexFunc(rest, func(p *clusterProc) bool { return p.id == id })]
