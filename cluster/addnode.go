@@ -95,6 +95,11 @@ func (h *Host) driveAddNode(ctx context.Context, id string, rec NodeRecord) erro
 		next.Nodes = map[string]NodeRecord{}
 	}
 	next.Nodes[id] = rec
+	// A removed node added again (RAFT.SHARD REMOVENODE) is a node again.
+	next.Removed = slices.DeleteFunc(next.Removed, func(r string) bool { return r == id })
+	if len(next.Removed) == 0 {
+		next.Removed = nil
+	}
 	if err := h.metaCAS(ctx, cur, next); err != nil {
 		return fmt.Errorf("recording node %s: %w", id, err)
 	}
@@ -120,7 +125,7 @@ func (h *Host) nodeIDs(m *ShardMap) []string {
 		ids = append(ids, sh.Members...)
 	}
 	slices.Sort(ids)
-	return slices.Compact(ids)
+	return slices.DeleteFunc(slices.Compact(ids), func(id string) bool { return m.removed(id) && id != h.self })
 }
 
 // addNodeArgs is ADDNODE's check of raftset.addnode's arguments on the

@@ -47,6 +47,9 @@ func (h *Host) driveAddShard(ctx context.Context, members []string) (uint32, err
 		return 0, fmt.Errorf("the cluster map is not bootstrapped yet")
 	}
 	for i, m := range members {
+		if cur.removed(m) {
+			return 0, fmt.Errorf("node %s was removed from the cluster (RAFT.SHARD REMOVENODE); add it again first (RAFT.SHARD ADDNODE)", m)
+		}
 		if _, ok := h.raftAddrIn(cur, m); !ok && m != h.self {
 			return 0, fmt.Errorf("node %q is not in peers, nor added by RAFT.SHARD ADDNODE", m)
 		}
@@ -90,6 +93,14 @@ func (h *Host) startNewShards() {
 	}
 	if len(added) == 0 {
 		return
+	}
+	if home, ok := h.Map().Home(h.self); ok && h.Home() == nil {
+		// The first replica started becomes the home (startShard): the
+		// one the map names, so that a process started with none gets
+		// the home it had before a restart, not its lowest id.
+		if i := slices.IndexFunc(added, func(sh Shard) bool { return sh.ID == home }); i > 0 {
+			added[0], added[i] = added[i], added[0]
+		}
 	}
 	next := &heldShards{nodes: make(map[uint32]*Node, len(held.nodes)+len(added)), ids: slices.Clone(held.ids)}
 	for id, n := range held.nodes {

@@ -40,15 +40,18 @@ type Host struct {
 	// member (addshard.go), which the map refresh starts. Replaced, never
 	// changed, so that commands read it without a lock.
 	held atomic.Pointer[heldShards]
-	// home is the lowest id's replica at start (shards added later get
-	// higher ids), or for a process started with none its first replica;
-	// nil until then (noreplica.go).
+	// home is the lowest id's replica at start, or for a process started
+	// with none (or drained of all: stopRemovedShards) its first replica;
+	// nil until then (noreplica.go). The map records it where it is not
+	// the lowest id the map gives the node (homes.go).
 	home atomic.Pointer[Node]
 	// firstFSM is, on a process started with no replica, the state machine
 	// its first replica gets: made at start, so that the front end takes
 	// its ACL users (Users) before there is a replica.
-	firstFSM   *fsm.FSM
-	firstUsers *acl.Registry // firstFSM's, kept after the replica took it
+	firstFSM *fsm.FSM
+	// firstUsers are firstFSM's, kept after the replica took it; or the
+	// users of the home a drained process closed (stopRemovedShards).
+	firstUsers atomic.Pointer[acl.Registry]
 	// publish is the front end's PUBLISH, handed to the home shard's
 	// +switch-master notices once there is one.
 	publish  atomic.Pointer[func(channel string, message []byte) int]
@@ -184,7 +187,7 @@ func NewHost(cfg Config, m *ShardMap, newFSM func(shard uint32) *fsm.FSM) (_ *Ho
 	if len(ids) == 0 {
 		// No shard is known yet: the argument names none.
 		h.firstFSM = newFSM(MetaGroup)
-		h.firstUsers = h.firstFSM.Users()
+		h.firstUsers.Store(h.firstFSM.Users())
 	}
 	for _, id := range ids {
 		sh, _ := m.Shard(id)
@@ -242,7 +245,9 @@ func (h *Host) startShard(sh Shard) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: shard %d: %w", sh.ID, err)
 	}
-	if h.firstFSM != nil {
+	if h.firstFSM != nil || h.Home() == nil {
+		// The first replica of a process that holds none (started with
+		// none, or drained and given one again) is its home.
 		h.firstFSM = nil
 		h.setHome(n)
 	}
@@ -288,7 +293,8 @@ func (h *Host) Close() error {
 }
 
 // Home is the node of the home shard (the lowest id hosted here at
-// start), nil on a process that holds no replica yet.
+// start, or the first replica of a process that held none: the one the
+// map names, homes.go), nil on a process that holds no replica.
 func (h *Host) Home() *Node { return h.home.Load() }
 
 // Node returns this process's replica of shard id.

@@ -39,6 +39,8 @@ func (h *Host) Admin(ctx context.Context, args [][]byte) []byte {
 			return h.replicaCmd(ctx, args)
 		case "addnode":
 			return h.addNodeCmd(ctx, args)
+		case "removenode":
+			return h.removeNodeCmd(ctx, args)
 		case "balance-leaders":
 			dry := len(args) == 3 && strings.EqualFold(string(args[2]), "dry-run")
 			if len(args) > 3 || len(args) == 3 && !dry {
@@ -167,7 +169,7 @@ func (h *Host) Users() *acl.Registry {
 	if home := h.Home(); home != nil {
 		return home.Users()
 	}
-	return h.firstUsers
+	return h.firstUsers.Load()
 }
 
 // SetPublish hands the front end's PUBLISH to the home shard's
@@ -242,6 +244,12 @@ func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 			return bad
 		}
 		return h.addNode(ctx, a, relayed)
+	case cmdRemoveNode:
+		id, relayed, bad := removeNodeArgs(args)
+		if bad != nil {
+			return bad
+		}
+		return h.removeNode(ctx, id, relayed)
 	case cmdHome:
 		if home := h.Home(); home != nil {
 			return command.AppendInt(nil, int64(home.cfg.Shard))

@@ -21,8 +21,11 @@ func (h *Host) raftAddrIn(m *ShardMap, id string) (string, bool) {
 }
 
 // knownNode says whether id is a node of the cluster: in peers, in a node
-// record, or a member of a shard of the map.
+// record, or a member of a shard of the map, and not removed.
 func (h *Host) knownNode(m *ShardMap, id string) bool {
+	if m.removed(id) && id != h.self {
+		return false // RAFT.SHARD REMOVENODE: whether in peers or not
+	}
 	if _, ok := h.raftAddr[id]; ok || id == h.self {
 		return true
 	}

@@ -303,9 +303,9 @@ func TestNodeWithoutReplica(t *testing.T) {
 		})
 	}
 
-	// Shard 0 added later, a lower id, does not become n4's home: its
-	// process says which is, so shard 1 cannot be removed from it (the
-	// map's lowest id would have let it).
+	// Shard 0 added later, a lower id, does not become n4's home: the map
+	// records the home (a home line, as n4's lowest id is not it), so
+	// shard 1 cannot be removed from it while it holds another.
 	if r := adminRetry(t, hosts["n2"], "raft.shard", "addreplica", "0", "n4"); r != "+OK\r\n" {
 		t.Fatalf("RAFT.SHARD ADDREPLICA 0 n4 = %q", r)
 	}
@@ -313,7 +313,13 @@ func TestNodeWithoutReplica(t *testing.T) {
 	if n4.Home() != rep {
 		t.Errorf("n4's home after ADDREPLICA 0 n4 is %v, want its replica of shard 1", n4.Home())
 	}
-	want = "-ERR REMOVEREPLICA: shard 1 is node n4's only or home shard; add it another replica first\r\n"
+	for _, h := range hosts {
+		testutil.WaitFor(t, 10*time.Second, h.self+" to learn n4's home", func() bool {
+			home, ok := h.Map().Home("n4")
+			return ok && home == 1 && h.Map().Homes["n4"] == 1
+		})
+	}
+	want = "-ERR REMOVEREPLICA: shard 1 is node n4's home shard; it goes last, once the node holds no other replica (raftset cluster remove-node)\r\n"
 	if r := adminRetry(t, hosts["n2"], "raft.shard", "removereplica", "1", "n4"); r != want {
 		t.Errorf("REMOVEREPLICA 1 n4 (its home) = %q, want %q", r, want)
 	}
@@ -323,5 +329,9 @@ func TestNodeWithoutReplica(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "n4 to close its replica of shard 0", func() bool { _, ok := n4.Node(0); return !ok })
 	if _, ok := n4.Node(1); !ok || n4.Home() != rep {
 		t.Errorf("n4 lost its home replica of shard 1")
+	}
+	// Its only shard again, and its lowest: the map needs no home line.
+	if m := n4.Map(); m.Homes != nil {
+		t.Errorf("home lines %v once n4's home is its lowest id again", m.Homes)
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"slices"
 )
 
@@ -18,8 +19,8 @@ type ReplicaMovePlan struct {
 // that holds no replica yet, and those in nodes) differ by at most 1
 // (CheckPlacement's rule). Each move goes from a fullest node to an
 // emptiest one that holds no replica of the shard (never two replicas of a
-// shard on one node), of a shard that is not the donor's lowest id (its
-// home shard, which REMOVEREPLICA refuses); among candidates, the lowest
+// shard on one node), of a shard that is not the donor's home (the map's:
+// ShardMap.Home; REMOVEREPLICA refuses it); among candidates, the lowest
 // node ids and the highest shard id, so the plan is deterministic. Every
 // move lowers the sum of squared counts, so the plan ends; it stops early
 // when no move is allowed (the remaining imbalance is then reported by
@@ -47,13 +48,15 @@ func PlanReplicaMoves(m *ShardMap, nodes []string) []ReplicaMovePlan {
 		}
 	}
 	slices.Sort(all)
-	home := func(n string) (uint32, bool) {
-		for _, sh := range m.Shards { // ascending ids
-			if slices.Contains(members[sh.ID], n) {
-				return sh.ID, true
-			}
+	homes := map[string]uint32{}
+	for _, n := range all {
+		if id, ok := m.Home(n); ok {
+			homes[n] = id
 		}
-		return 0, false
+	}
+	home := func(n string) (uint32, bool) {
+		id, ok := homes[n]
+		return id, ok
 	}
 	var plan []ReplicaMovePlan
 	for {
@@ -64,6 +67,9 @@ func PlanReplicaMoves(m *ShardMap, nodes []string) []ReplicaMovePlan {
 		members[mv.Shard] = append(slices.DeleteFunc(members[mv.Shard], func(n string) bool { return n == mv.From }), mv.To)
 		count[mv.From]--
 		count[mv.To]++
+		if _, ok := homes[mv.To]; !ok {
+			homes[mv.To] = mv.Shard // a node's first replica is its home
+		}
 		plan = append(plan, mv)
 	}
 }
@@ -91,4 +97,64 @@ func nextReplicaMove(m *ShardMap, all []string, count map[string]int, members ma
 		}
 	}
 	return ReplicaMovePlan{}, false
+}
+
+// PlanDrain is the list of replica moves, to run one after another, that
+// take every replica off node before RAFT.SHARD REMOVENODE (raftset
+// cluster remove-node), and the map as it is after them and the removal
+// (node in no shard and without record or home), from which
+// PlanReplicaMoves evens out what the drain left uneven. The home shard
+// goes last (REMOVEREPLICA keeps it while the node holds another), the
+// others from the highest id down; each to the node with the fewest
+// replicas that holds none of the shard (never two replicas of a shard on
+// one node), the lowest id among equals. An error when no other node can
+// take a replica: each holds one of the shard already.
+func PlanDrain(m *ShardMap, node string) ([]ReplicaMovePlan, *ShardMap, error) {
+	after := m.clone()
+	held := m.Hosts(node)
+	slices.Reverse(held)
+	if home, ok := m.Home(node); ok {
+		held = append(slices.DeleteFunc(held, func(id uint32) bool { return id == home }), home)
+	}
+	count := map[string]int{}
+	var all []string
+	for n := range m.Nodes {
+		all = append(all, n)
+		count[n] = 0
+	}
+	for _, sh := range m.Shards {
+		for _, n := range sh.Members {
+			if _, ok := count[n]; !ok {
+				all = append(all, n)
+			}
+			count[n]++
+		}
+	}
+	all = slices.DeleteFunc(all, func(n string) bool { return n == node })
+	slices.Sort(all)
+	var plan []ReplicaMovePlan
+	for _, id := range held {
+		i := slices.IndexFunc(after.Shards, func(sh Shard) bool { return sh.ID == id })
+		sh := &after.Shards[i]
+		to := ""
+		for _, n := range all {
+			if !slices.Contains(sh.Members, n) && (to == "" || count[n] < count[to]) {
+				to = n
+			}
+		}
+		if to == "" {
+			return nil, nil, fmt.Errorf("no other node can take node %s's replica of shard %d: each holds one already (add a node first: raftset cluster add-node)", node, id)
+		}
+		home, had := after.Home(to)
+		if !had {
+			home = id // its first replica becomes its home
+		}
+		sh.Members = append(slices.DeleteFunc(sh.Members, func(n string) bool { return n == node }), to)
+		after.setHome(to, home, true)
+		count[to]++
+		plan = append(plan, ReplicaMovePlan{Shard: id, From: node, To: to})
+	}
+	delete(after.Nodes, node)
+	after.setHome(node, 0, false)
+	return plan, after, nil
 }

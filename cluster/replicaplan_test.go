@@ -10,7 +10,8 @@ import (
 
 // TestPlanReplicaMoves: cases, and random maps with a new node or two:
 // after the plan no shard has two replicas on one node, each keeps its
-// replica count, no move takes a donor's home shard, the counts end within
+// replica count, no move takes a donor's home shard (the map's, also when
+// it is not the donor's lowest id), the counts end within
 // 1 (CheckPlacement's rule), and a second plan is empty.
 func TestPlanReplicaMoves(t *testing.T) {
 	for _, tc := range []struct {
@@ -26,6 +27,10 @@ func TestPlanReplicaMoves(t *testing.T) {
 			"[{2 n1 n4} {2 n2 n5} {1 n3 n4}]"},
 		// n4 as RAFT.SHARD ADDNODE records it, holding no replica.
 		{"epoch 3\nshard 0:0-8191:n1,n2,n3\nshard 1:8192-16383:n2,n3,n1\nnode n4 h:1 h:2\n", nil, "[{1 n1 n4}]"},
+		// n4's home is shard 2, not its lowest id (a home line, as
+		// ADDREPLICA writes it): shard 1 moves, not its home, which the
+		// highest-id rule would have picked.
+		{"epoch 5\nshard 0:0-5460:n1,n2,n4\nshard 1:5461-10922:n2,n3,n4\nshard 2:10923-16383:n1,n3,n4\nhome n4 2\n", []string{"n5"}, "[{1 n4 n5}]"},
 		// Only a home shard on the fullest node: nothing can move.
 		{"0:0-16383:n1", []string{"n2"}, "[]"},
 	} {

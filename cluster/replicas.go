@@ -111,6 +111,9 @@ func (h *Host) driveAddReplica(ctx context.Context, id uint32, node string) erro
 	if err != nil {
 		return err
 	}
+	if cur.removed(node) {
+		return fmt.Errorf("node %s was removed from the cluster (RAFT.SHARD REMOVENODE); add it again first (RAFT.SHARD ADDNODE)", node)
+	}
 	raftAddr, ok := h.raftAddrIn(cur, node)
 	if !ok {
 		return fmt.Errorf("unknown node %q (not in peers, nor added by RAFT.SHARD ADDNODE)", node)
@@ -126,6 +129,10 @@ func (h *Host) driveAddReplica(ctx context.Context, id uint32, node string) erro
 	}); err != nil {
 		return fmt.Errorf("adding %s to shard %d's group: %w", node, id, err)
 	}
+	home, had := cur.Home(node)
+	if !had {
+		home = id // its first replica becomes its home (noreplica.go)
+	}
 	next := cur.clone()
 	next.Epoch++
 	for i := range next.Shards {
@@ -133,6 +140,7 @@ func (h *Host) driveAddReplica(ctx context.Context, id uint32, node string) erro
 			next.Shards[i].Members = append(next.Shards[i].Members, node)
 		}
 	}
+	next.setHome(node, home, true)
 	if next.Added == nil {
 		next.Added = map[uint32][]string{}
 	}
@@ -156,11 +164,14 @@ func (h *Host) driveRemoveReplica(ctx context.Context, id uint32, node string) e
 	if r := h.replicationFactor(); len(sh.Members)-1 < r/2+1 {
 		return fmt.Errorf("shard %d would keep %d of its %d configured replicas, less than a majority", id, len(sh.Members)-1, r)
 	}
-	if held := cur.Hosts(node); len(held) == 1 || h.homeOf(ctx, cur, node) == id {
-		// Not built: a process losing its last replica, or its home
-		// shard (keyless commands, ACL users).
-		return fmt.Errorf("shard %d is node %s's only or home shard; add it another replica first", id, node)
+	// The home shard (keyless commands, ACL users) goes last: a process
+	// keeps it while it holds another replica. Its last replica may go
+	// (draining a node: raftset cluster remove-node); the process then
+	// holds none, as a node just added (stopRemovedShards).
+	if len(cur.Hosts(node)) > 1 && h.isHome(ctx, cur, node, id) {
+		return fmt.Errorf("shard %d is node %s's home shard; it goes last, once the node holds no other replica (raftset cluster remove-node)", id, node)
 	}
+	home, _ := cur.Home(node)
 	if err := h.leadElsewhere(ctx, sh, node); err != nil {
 		return err
 	}
@@ -185,6 +196,7 @@ func (h *Host) driveRemoveReplica(ctx context.Context, id uint32, node string) e
 	} else {
 		delete(next.Added, id)
 	}
+	next.setHome(node, home, true)
 	if err := h.metaCAS(ctx, cur, next); err != nil {
 		return fmt.Errorf("dropping %s from shard %d's members: %w", node, id, err)
 	}
@@ -202,18 +214,18 @@ func (h *Host) driveRemoveReplica(ctx context.Context, id uint32, node string) e
 // while it holds no replica.
 const cmdHome = "raftset.home"
 
-// homeOf is node's home shard: as its process answers (the lowest id it
-// held at start, or for a process started with none its first replica,
-// whatever ADDREPLICA gave it since), else, when its process does not
-// answer (down: removing its replicas is how one replaces it), the lowest
-// id the map gives it, which it takes as home when it starts again.
-func (h *Host) homeOf(ctx context.Context, m *ShardMap, node string) uint32 {
-	held := m.Hosts(node)
+// isHome says whether shard id is node's home: the map's (homes.go), or
+// the one its process answers when they differ (a process whose home was
+// given before the map recorded homes), so that neither is removed while
+// the process runs it. A process that does not answer (down: removing its
+// replicas is how one replaces it) is judged by the map.
+func (h *Host) isHome(ctx context.Context, m *ShardMap, node string, id uint32) bool {
+	if home, ok := m.Home(node); ok && home == id {
+		return true
+	}
 	if node == h.self {
-		if home := h.Home(); home != nil {
-			return home.cfg.Shard
-		}
-		return held[0]
+		home := h.Home()
+		return home != nil && home.cfg.Shard == id
 	}
 	if addr := h.clientAddrIn(m, node); addr != "" {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -221,13 +233,11 @@ func (h *Host) homeOf(ctx context.Context, m *ShardMap, node string) uint32 {
 		cancel()
 		if o.kind == applied {
 			if v, err := respwire.Parse(o.reply); err == nil && v.Kind == ':' {
-				if id, err := strconv.ParseUint(v.Str, 10, 32); err == nil {
-					return uint32(id)
-				}
+				return v.Str == strconv.FormatUint(uint64(id), 10)
 			}
 		}
 	}
-	return held[0]
+	return false
 }
 
 // leadElsewhere moves sh's leadership off node before node leaves it. A
@@ -310,8 +320,14 @@ func (h *Host) waitSuffrage(ctx context.Context, id uint32, node, suffrage strin
 // stopRemovedShards closes this process's replica of every shard the map
 // no longer names it a member of (REMOVEREPLICA). Its directory stays: a
 // later ADDREPLICA of the same node starts from it (a non-voter with old
-// state catches up like any lagging one). The home shard is never closed
-// (the driver refuses to remove it).
+// state catches up like any lagging one). It also makes the map's home
+// (homes.go) this process's home once it runs here: they differ only
+// after a restart from the directive, whose lowest shard is the home at
+// start, of a node drained since and given other replicas (the home
+// closed with the last replica: a stale one was started). With no home in
+// the map held here, a home closed leaves the process with none, as one
+// started with none, keeping its ACL users for the front end until the
+// next replica starts (which becomes its home: startShard).
 func (h *Host) stopRemovedShards() {
 	h.startMu.Lock()
 	defer h.startMu.Unlock()
@@ -324,21 +340,30 @@ func (h *Host) stopRemovedShards() {
 	}
 	held := h.held.Load()
 	var gone []uint32
+	next := &heldShards{nodes: make(map[uint32]*Node, len(held.nodes))}
 	for _, id := range held.ids {
-		sh, ok := m.Shard(id)
-		if (!ok || !slices.Contains(sh.Members, h.self)) && held.nodes[id] != h.Home() {
+		if !m.member(id, h.self) {
 			gone = append(gone, id)
+			continue
 		}
+		next.nodes[id] = held.nodes[id]
+		next.ids = append(next.ids, id)
+	}
+	home := h.Home()
+	var want *Node
+	if id, ok := m.Home(h.self); ok {
+		want = next.nodes[id] // nil until startNewShards started it
+	}
+	switch {
+	case want != nil && want != home:
+		h.log.Info("the map's home shard is this process's home now", "shard", want.cfg.Shard)
+		h.setHome(want)
+	case home != nil && slices.Contains(gone, home.cfg.Shard):
+		h.firstUsers.Store(home.Users())
+		h.home.Store(nil)
 	}
 	if len(gone) == 0 {
 		return
-	}
-	next := &heldShards{nodes: make(map[uint32]*Node, len(held.nodes))}
-	for _, id := range held.ids {
-		if !slices.Contains(gone, id) {
-			next.nodes[id] = held.nodes[id]
-			next.ids = append(next.ids, id)
-		}
 	}
 	h.held.Store(next)
 	for _, id := range gone {

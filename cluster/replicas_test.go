@@ -37,7 +37,7 @@ func TestMoveReplica(t *testing.T) {
 		{[]string{"addreplica", "1", "n9"}, "-ERR ADDREPLICA: unknown node \"n9\" (not in peers, nor added by RAFT.SHARD ADDNODE)\r\n"},
 		{[]string{"addreplica", "7", "n1"}, "-ERR ADDREPLICA: no shard 7\r\n"},
 		{[]string{"removereplica", "1", "n1"}, "-ERR REMOVEREPLICA: node n1 holds no replica of shard 1\r\n"},
-		{[]string{"removereplica", "1", "n4"}, "-ERR REMOVEREPLICA: shard 1 is node n4's only or home shard; add it another replica first\r\n"},
+		{[]string{"removereplica", "0", "n2"}, "-ERR REMOVEREPLICA: shard 0 is node n2's home shard; it goes last, once the node holds no other replica (raftset cluster remove-node)\r\n"},
 		{[]string{"addreplica", "1"}, "-ERR wrong number of arguments for 'raft.shard|addreplica' command\r\n"},
 		{[]string{"addreplica", "x", "n1"}, "-ERR ADDREPLICA wants <shard> <node>: shard id is not an integer\r\n"},
 	} {

@@ -36,7 +36,14 @@ type ShardMap struct {
 	// addresses of nodes that joined after the cluster was created, which
 	// no process's peers name (looked up after peers: nodes.go).
 	Nodes map[string]NodeRecord
-	owner [slot.Count]uint32
+	// Homes are the home shards of the nodes whose home is not the lowest
+	// id the map gives them (homes.go), by node id.
+	Homes map[string]uint32
+	// Removed are the nodes RAFT.SHARD REMOVENODE took out of the cluster
+	// (removenode.go), sorted: no longer nodes of it, whether their
+	// process is in peers or was recorded.
+	Removed []string
+	owner   [slot.Count]uint32
 }
 
 // NodeRecord is a node's addresses in the map: Client as other processes
@@ -217,6 +224,14 @@ func (m *ShardMap) Encode() string {
 			fmt.Fprintf(&b, "added %d %s\n", sh.ID, strings.Join(a, ","))
 		}
 	}
+	// Home and removed lines, as node lines: only maps that need them have
+	// them, and a release that does not know them refuses such a map.
+	for _, id := range slices.Sorted(maps.Keys(m.Homes)) {
+		fmt.Fprintf(&b, "home %s %d\n", id, m.Homes[id])
+	}
+	for _, id := range m.Removed {
+		fmt.Fprintf(&b, "removed %s\n", id)
+	}
 	if mv := m.Move; mv != nil {
 		fmt.Fprintf(&b, "move %d-%d %d %d %d %d", mv.First, mv.Last, mv.From, mv.To, mv.Epoch, mv.Flip)
 		if mv.Abort != 0 {
@@ -251,6 +266,8 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 	var mv *SlotMove
 	added := map[uint32][]string{}
 	nodes := map[string]NodeRecord{}
+	homes := map[string]uint32{}
+	var removed []string
 	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
 		kind, rest, _ := strings.Cut(line, " ")
 		switch kind {
@@ -268,6 +285,18 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 				return nil, fmt.Errorf("cluster map: bad node line %q: %w", line, err)
 			}
 			nodes[id] = rec
+		case "home":
+			id, shard, ok := strings.Cut(rest, " ")
+			v, err := strconv.ParseUint(shard, 10, 32)
+			if !ok || err != nil || checkNodeID(id) != nil || v >= uint64(MetaGroup) {
+				return nil, fmt.Errorf("cluster map: bad home line %q", line)
+			}
+			homes[id] = uint32(v)
+		case "removed":
+			if checkNodeID(rest) != nil || slices.Contains(removed, rest) {
+				return nil, fmt.Errorf("cluster map: bad removed line %q", line)
+			}
+			removed = append(removed, rest)
 		case "added":
 			id, nodes, ok := strings.Cut(rest, " ")
 			v, err := strconv.ParseUint(id, 10, 32)
@@ -308,6 +337,13 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 	if len(nodes) > 0 {
 		m.Nodes = nodes
 	}
+	if len(homes) > 0 {
+		m.Homes = homes
+	}
+	if len(removed) > 0 {
+		slices.Sort(removed)
+		m.Removed = removed
+	}
 	return m, nil
 }
 
@@ -327,13 +363,21 @@ func parseNodeRecord(s string) (string, NodeRecord, error) {
 // checkNodeRecord checks a node id (the characters the map's syntax uses
 // are refused) and its two host:port addresses.
 func checkNodeRecord(id, client, raftAddr string) error {
-	if id == "" || strings.ContainsAny(id, " \t;:,@=") {
-		return fmt.Errorf("bad node id %q", id)
+	if err := checkNodeID(id); err != nil {
+		return err
 	}
 	for _, a := range [][2]string{{"client", client}, {"Raft", raftAddr}} {
 		if _, port, err := net.SplitHostPort(a[1]); err != nil || port == "" {
 			return fmt.Errorf("%s address %q is not host:port", a[0], a[1])
 		}
+	}
+	return nil
+}
+
+// checkNodeID refuses a node id with a character the map's syntax uses.
+func checkNodeID(id string) error {
+	if id == "" || strings.ContainsAny(id, " \t;:,@=") {
+		return fmt.Errorf("bad node id %q", id)
 	}
 	return nil
 }
@@ -347,6 +391,8 @@ func (m *ShardMap) clone() *ShardMap {
 	}
 	c.Addrs = maps.Clone(m.Addrs)
 	c.Nodes = maps.Clone(m.Nodes) // NodeRecord is a value
+	c.Homes = maps.Clone(m.Homes)
+	c.Removed = slices.Clone(m.Removed)
 	if m.Added != nil {
 		c.Added = make(map[uint32][]string, len(m.Added))
 		for id, a := range m.Added {

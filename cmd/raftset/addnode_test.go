@@ -27,8 +27,9 @@ import (
 // it) while go-redis's ClusterClient adds members, which must see no
 // error. Afterwards n4 is a voter of the shard it took (RAFT.INFO on its
 // members), every acknowledged member is present and nothing else, every
-// process's CLUSTER NODES lists the 4 nodes, n4 restarted resumes its
-// replica, and redis-cli --cluster check is OK.
+// process's CLUSTER NODES lists the 4 nodes; given shard 0 too, n4 keeps
+// shard 1 as its home, also once restarted, when it resumes both
+// replicas; and redis-cli --cluster check is OK.
 func TestShardedAddNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test")
@@ -236,8 +237,28 @@ func TestShardedAddNode(t *testing.T) {
 			t.Errorf("%s's CLUSTER NODES has no line for n4 at %s:\n%s", cp.id, n4.addr, strings.Join(lines, "\n"))
 		}
 	}
+	// Given shard 0 too, a lower id, n4 keeps its first replica, shard 1,
+	// as its home: the map says so (a home line), and RAFT.INFO, which
+	// runs on the home shard, lists shard 1's three members, not shard
+	// 0's four; also after the restart below, which starts the map's
+	// home first (before the map recorded homes, the restart made shard
+	// 0 its home).
+	if r := do(t, c1, "RAFT.SHARD", "ADDREPLICA", "0", "n4"); r != "+OK\r\n" {
+		t.Fatalf("RAFT.SHARD ADDREPLICA 0 n4 = %q", r)
+	}
+	testutil.WaitFor(t, 30*time.Second, "n4's map to name shard 1 its home", func() bool {
+		return strings.Contains(testutil.ParseReply(do(t, c4, "RAFT.SHARD", "MAP")).Str, "\nhome n4 1\n")
+	})
+	homeIsShard1 := func() bool {
+		info := do(t, c4, "RAFT.INFO")
+		return strings.Contains(info, "member2:id=") && !strings.Contains(info, "member3:") && strings.Contains(info, "id=n4,suffrage=voter")
+	}
+	if !homeIsShard1() {
+		t.Errorf("RAFT.INFO on n4 with shards 0 and 1 = %q, want shard 1's (its home)", do(t, c4, "RAFT.INFO"))
+	}
 	// Restarted with the same directives (still naming it nowhere), n4
-	// resumes its replica from dir/shards/1 once it has the map again.
+	// resumes its replicas from dir/shards/1 and dir once it has the map
+	// again.
 	n4.p.stop(t)
 	n4.start(t)
 	waitWritable(t, n4.addr)
@@ -245,6 +266,12 @@ func TestShardedAddNode(t *testing.T) {
 	testutil.WaitFor(t, 30*time.Second, "n4 to resume its replica of shard 1 as a voter", func() bool {
 		return strings.Contains(do(t, c4, "RAFT.SHARD", "1", "RAFT.INFO"), "id=n4,suffrage=voter")
 	})
+	testutil.WaitFor(t, 30*time.Second, "n4 to resume its replica of shard 0", func() bool {
+		return strings.Contains(do(t, c4, "RAFT.SHARD", "0", "RAFT.INFO"), "id=n4,suffrage=voter")
+	})
+	if !homeIsShard1() {
+		t.Errorf("RAFT.INFO on n4 after its restart = %q, want shard 1's (its home)", do(t, c4, "RAFT.INFO"))
+	}
 	// A linearizable DBSIZE on a replica asks its leader, which the
 	// restarted replica may not know yet (-TRYAGAIN).
 	dbsize := ""
@@ -253,7 +280,7 @@ func TestShardedAddNode(t *testing.T) {
 		return !strings.HasPrefix(dbsize, "-TRYAGAIN")
 	})
 	if dbsize == ":0\r\n" || !strings.HasPrefix(dbsize, ":") {
-		t.Errorf("DBSIZE on n4 after its restart = %q, want shard 1's keys", dbsize)
+		t.Errorf("DBSIZE on n4 after its restart = %q, want its shards' keys", dbsize)
 	}
 	// redis-cli --cluster check sends every node DBSIZE and wants one
 	// view: after the restart, once both shards' leaders are known again.

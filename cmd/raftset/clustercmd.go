@@ -16,13 +16,15 @@ import (
 
 // raftset cluster: builds a sharded cluster's configuration (create) and
 // drives its map through RAFT.SHARD commands that any node takes
-// (move-slots, rebalance; docs/sharding.md).
+// (move-slots, rebalance, add-shard, add-node, remove-node;
+// docs/sharding.md).
 const clusterUsage = `usage: raftset cluster create --shards S --replicas R [--out DIR] ID@HOST:PORT[,RAFTHOST:RAFTPORT] ...
        raftset cluster move-slots [--addr host:port] [--password P] [--timeout 10m] FIRST LAST SHARD
        raftset cluster move-slots --abort [--addr host:port] [--password P] [--timeout 10m]
        raftset cluster rebalance [--leaders | --replicas] [--dry-run] [--addr host:port] [--password P] [--timeout 10m]
        raftset cluster add-shard [--addr host:port] [--password P] [--timeout 10m] NODE-ID ...
        raftset cluster add-node [--addr host:port] [--password P] [--timeout 10m] ID@HOST:PORT[,RAFTHOST:RAFTPORT]
+       raftset cluster remove-node [--dry-run] [--addr host:port] [--password P] [--timeout 10m] ID
 
 create lays out a new cluster of S shards with R replicas each on the nodes
 given (client address; Raft address, default the client port + 10000):
@@ -58,8 +60,9 @@ instead evens out the number of replicas per node (they end up differing by
 at most 1, never two replicas of a shard on one node), moving one replica
 at a time: RAFT.SHARD ADDREPLICA to the emptiest node (answered once the new
 replica is a voter), then REMOVEREPLICA from the fullest, printing each. It
-never moves a node's lowest-id shard, and works over the nodes the map
-names, those add-node recorded included.
+never moves a node's home shard (the map's: its lowest id unless the map
+names another), and works over the nodes the map names, those add-node
+recorded included.
 
 add-shard adds a shard that owns no slot, with the nodes named (ids of
 running nodes, in peers) as its replicas, the first its preferred leader:
@@ -75,6 +78,20 @@ cluster-enabled, peers and shard-map directives as the others, its own
 node-id, port and raft-addr (docs/sharding.md, Adding a node); then
 rebalance --replicas gives it its share. An id or address another node
 has is refused; the same record again does nothing.
+
+remove-node takes a node out of the cluster to decommission its machine:
+it moves each of its replicas to the node with the fewest that holds none
+of that shard (ADDREPLICA, then REMOVEREPLICA, which hands a shard's
+leadership over first when the node leads it; its home shard last), then
+removes it from the map (RAFT.SHARD REMOVENODE), then evens out the
+replica counts of the nodes left as rebalance --replicas does, printing
+each step; --dry-run prints the plan only. Refused before anything moves:
+an unknown node, and a voter of the metadata group (the first shard's
+members of the map the cluster was created with), whose voters cannot
+change yet; and when no other node can take a replica. A removed node
+holds no replica and no other process lists it; stop its process (its
+directory can be deleted). Running it again after a failure resumes; for
+a node removed already it only evens out the rest.
 
 Environment: RAFTSET_CLUSTER_PASSWORD (default --password, for a node with
 requirepass).
@@ -93,6 +110,8 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 			return runAddShard(args[1:], stdout, stderr)
 		case "add-node":
 			return runAddNode(args[1:], stdout, stderr)
+		case "remove-node":
+			return runRemoveNode(args[1:], stdout, stderr)
 		}
 	}
 	fmt.Fprint(stderr, clusterUsage)

@@ -118,3 +118,25 @@ func TestClusterAddNodeArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterRemoveNodeArgs: remove-node refuses a bad command line before
+// it dials any node (exit 2 and why).
+func TestClusterRemoveNodeArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{nil, "usage: raftset cluster create"},
+		{[]string{"n4", "n5"}, "usage: raftset cluster create"},
+		{[]string{"--dry-run"}, "usage: raftset cluster create"},
+		{[]string{"n4@127.0.0.1:7004"}, "raftset cluster remove-node: bad node id \"n4@127.0.0.1:7004\" (the node's id only, as in RAFT.SHARD MAP)\n"},
+	} {
+		var out, errOut strings.Builder
+		if code := runCluster(append([]string{"remove-node", "--addr", "127.0.0.1:1"}, tc.args...), &out, &errOut); code != 2 {
+			t.Errorf("remove-node %q: exit %d, want 2 (stderr %q)", tc.args, code, errOut.String())
+		}
+		if !strings.HasPrefix(errOut.String(), tc.wantErr) || out.Len() != 0 {
+			t.Errorf("remove-node %q: stdout %q, stderr %q, want stderr starting %q", tc.args, out.String(), errOut.String(), tc.wantErr)
+		}
+	}
+}

@@ -184,17 +184,9 @@ func rebalanceReplicas(ac *adminConn, dry bool, stdout io.Writer) error {
 			return nil
 		}
 		for _, p := range plan {
-			id := strconv.FormatUint(uint64(p.Shard), 10)
-			if _, err := ac.callRetrying("RAFT.SHARD", "ADDREPLICA", id, p.To); err != nil {
-				return fmt.Errorf("ADDREPLICA %s %s: %w", id, p.To, err)
-			}
-			if _, err := ac.callRetrying("RAFT.SHARD", "REMOVEREPLICA", id, p.From); err != nil {
-				return fmt.Errorf("REMOVEREPLICA %s %s (after adding %s): %w", id, p.From, p.To, err)
-			}
-			if err := waitReplicaMoved(ac, p); err != nil {
+			if err := moveReplica(ac, p, stdout); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "moved shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
 		}
 	}
 }

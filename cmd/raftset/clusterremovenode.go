@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"raftset/cluster"
+)
+
+// raftset cluster remove-node ID: moves every replica off the node
+// (cluster.PlanDrain, each move as rebalance --replicas runs it), removes
+// it from the map (RAFT.SHARD REMOVENODE), then evens out the replica
+// counts of the remaining nodes (docs/sharding.md, Removing a node).
+
+func runRemoveNode(args []string, stdout, stderr io.Writer) int {
+	fs, af := newClusterFlags("remove-node", stderr)
+	dry := fs.Bool("dry-run", false, "print the plan only")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprint(stderr, clusterUsage)
+		return 2
+	}
+	if id := fs.Arg(0); id == "" || strings.ContainsAny(id, " \t;:,@=") {
+		// The map's syntax characters (cluster.checkNodeID), which
+		// REMOVENODE refuses too, and ID@HOST:PORT as add-node takes it.
+		fmt.Fprintf(stderr, "raftset cluster remove-node: bad node id %q (the node's id only, as in RAFT.SHARD MAP)\n", id)
+		return 2
+	}
+	return runAdminFunc("remove-node", af, stderr, func(ac *adminConn) error {
+		return removeNode(ac, fs.Arg(0), *dry, stdout)
+	})
+}
+
+// runAdminFunc dials the node of af and runs f on the connection, printing
+// its error as "raftset cluster NAME: ADDR: ERR".
+func runAdminFunc(name string, af adminFlags, stderr io.Writer, f func(*adminConn) error) int {
+	ctx, cancel := context.WithTimeout(context.Background(), *af.timeout)
+	defer cancel()
+	ac, err := dialAdmin(ctx, *af.addr, *af.password)
+	if err == nil {
+		defer ac.close()
+		err = f(ac)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "raftset cluster %s: %s: %v\n", name, *af.addr, err)
+		return 1
+	}
+	return 0
+}
+
+// removeNode drains node, removes it, and evens out the rest. Each step
+// starts from the map as the previous one left it, so running it again
+// after a failure resumes (a removed node's REMOVENODE answers +OK).
+func removeNode(ac *adminConn, node string, dry bool, stdout io.Writer) error {
+	for {
+		m, err := shardMap(ac)
+		if err != nil {
+			return err
+		}
+		held := len(m.Hosts(node)) > 0
+		if held {
+			// What refuses the node whatever its replicas (unknown, a
+			// metadata voter) refuses it before anything moves; a node
+			// that still holds replicas is refused for that only.
+			if _, err := ac.callRetrying("RAFT.SHARD", "REMOVENODE", node); err == nil {
+				break // drained meanwhile by someone else: removed now
+			} else if !strings.Contains(err.Error(), "still holds a replica") {
+				return fmt.Errorf("REMOVENODE %s: %w", node, err)
+			}
+		}
+		plan, after, err := cluster.PlanDrain(m, node)
+		if err != nil {
+			return err
+		}
+		if dry {
+			for _, p := range plan {
+				fmt.Fprintf(stdout, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
+			}
+			fmt.Fprintf(stdout, "remove node %s\n", node)
+			even := cluster.PlanReplicaMoves(after, nil)
+			for _, p := range even {
+				fmt.Fprintf(stdout, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
+			}
+			fmt.Fprintf(stdout, "replicas per node: %s\n", replicaCounts(after, even))
+			return nil
+		}
+		if !held {
+			if _, err := ac.callRetrying("RAFT.SHARD", "REMOVENODE", node); err != nil {
+				return fmt.Errorf("REMOVENODE %s: %w", node, err)
+			}
+			break
+		}
+		for _, p := range plan {
+			if err := moveReplica(ac, p, stdout); err != nil {
+				return err
+			}
+		}
+	}
+	if err := waitRemoved(ac, node); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "removed node %s\n", node)
+	if err := rebalanceReplicas(ac, false, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "node %s holds no replica and is out of the cluster: stop its process (its directory can be deleted)\n", node)
+	return nil
+}
+
+// moveReplica runs one planned move: ADDREPLICA (answered once the new
+// replica is a voter), REMOVEREPLICA (which hands the shard's leadership
+// over first if the donor leads it), then waits until the node asked
+// routes by a map with the move done.
+func moveReplica(ac *adminConn, p cluster.ReplicaMovePlan, stdout io.Writer) error {
+	id := strconv.FormatUint(uint64(p.Shard), 10)
+	if _, err := ac.callRetrying("RAFT.SHARD", "ADDREPLICA", id, p.To); err != nil {
+		return fmt.Errorf("ADDREPLICA %s %s: %w", id, p.To, err)
+	}
+	if _, err := ac.callRetrying("RAFT.SHARD", "REMOVEREPLICA", id, p.From); err != nil {
+		return fmt.Errorf("REMOVEREPLICA %s %s (after adding %s): %w", id, p.From, p.To, err)
+	}
+	if err := waitReplicaMoved(ac, p); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "moved shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
+	return nil
+}
+
+// waitRemoved waits until the node asked routes by a map without node, so
+// that the rebalance that follows plans without it.
+func waitRemoved(ac *adminConn, node string) error {
+	for {
+		m, err := shardMap(ac)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(m.Removed, node) {
+			return nil
+		}
+		select {
+		case <-ac.ctx.Done():
+			return fmt.Errorf("waiting for the map to show node %s removed: %w", node, ac.ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

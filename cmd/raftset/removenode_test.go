@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"raftset/cluster"
+	"raftset/internal/testutil"
+)
+
+// TestShardedRemoveNode: four processes holding three shards of three
+// replicas (`raftset cluster create`: n4 holds shards 1 and 2, and is made
+// shard 1's leader); `raftset cluster remove-node n1` (a metadata voter) is
+// refused before anything moves; `remove-node --dry-run n4` prints the
+// plan, and `remove-node n4` runs it while go-redis's ClusterClient adds
+// members, which must see no error: shard 2's replica to n2, then shard 1's
+// (n4's home, last; its leadership handed over first) to n3, then the map
+// drops n4. Afterwards every acknowledged member is present and nothing
+// else, every key is stored once (DBSIZE on each process, which now holds
+// every shard, is the number of keys), every shard has 3 voters on n1-n3
+// in its Raft configuration, n4 holds no replica, no process's CLUSTER
+// NODES lists it, a repeat changes nothing, and with n4 stopped
+// redis-cli --cluster check is OK. Started again, n4 closes the replicas
+// its directive names; added again and given shard 0, that is its home,
+// also across a restart.
+func TestShardedRemoveNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	nodes := startCreated(t, 4, 3, 3)
+	n4 := nodes[3]
+	agreedMasters(t, nodes, "three shards to have a master on every node", func(m map[string]string) bool { return len(m) == 3 })
+	c4 := dial(t, n4.addr)
+	testutil.WaitFor(t, 30*time.Second, "shard 1's leadership to reach n4", func() bool {
+		if strings.Contains(do(t, c4, "RAFT.SHARD", "1", "RAFT.INFO"), "leader_id:n4\r\n") {
+			return true
+		}
+		if r := do(t, c4, "RAFT.SHARD", "1", "RAFT.TRANSFER", "n4"); r != "+OK\r\n" {
+			t.Logf("RAFT.SHARD 1 RAFT.TRANSFER n4 = %q (retrying)", r)
+		}
+		return false
+	})
+	agreedMasters(t, nodes, "n4 to master shard 1 on every node", func(m map[string]string) bool { return len(m) == 3 && m["5461-10922"] == "n4" })
+
+	c1 := dial(t, nodes[0].addr)
+	epoch := func() uint64 {
+		m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c1, "RAFT.SHARD", "MAP")).Str)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Epoch
+	}
+	before := epoch()
+	var out, errOut strings.Builder
+	wantErr := "raftset cluster remove-node: " + nodes[0].addr + ": REMOVENODE n1: ERR REMOVENODE: node n1 is a voter of the metadata group " +
+		"(a member of the first shard of the map the cluster was created with), whose voters cannot change yet: it keeps running\n"
+	if code := run([]string{"cluster", "remove-node", "--addr", nodes[0].addr, "n1"}, &out, &errOut); code != 1 || errOut.String() != wantErr || out.String() != "" {
+		t.Errorf("remove-node n1: exit %d, %q %q, want %q", code, out.String(), errOut.String(), wantErr)
+	}
+	if e := epoch(); e != before {
+		t.Errorf("the refused remove-node n1 changed the map: epoch %d, was %d", e, before)
+	}
+
+	addrs := []string{}
+	for _, cp := range nodes {
+		addrs = append(addrs, cp.addr)
+	}
+	ctx := context.Background()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
+		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	defer rdb.Close()
+	// Writers: each adds its own members to a few keys; the client must
+	// surface no error while replicas move and n4 leaves.
+	const nkeys = 50
+	var (
+		mu      sync.Mutex
+		acked   = map[string][]string{}
+		unknown = map[string][]string{}
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				k, m := fmt.Sprintf("rn:%d", (i*4+w)%nkeys), fmt.Sprintf("w%d-%d", w, i)
+				err := rdb.SAdd(ctx, k, m).Err()
+				mu.Lock()
+				if err == nil {
+					acked[k] = append(acked[k], m)
+				} else {
+					if len(unknown) < 3 {
+						t.Errorf("SADD %s %s: %v", k, m, err)
+					}
+					unknown[k] = append(unknown[k], m)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+
+	out.Reset()
+	errOut.Reset()
+	wantPlan := "move shard 2's replica from n4 to n2\nmove shard 1's replica from n4 to n3\nremove node n4\nreplicas per node: n1=3 n2=3 n3=3\n"
+	if code := run([]string{"cluster", "remove-node", "--dry-run", "--addr", nodes[2].addr, "n4"}, &out, &errOut); code != 0 || out.String() != wantPlan {
+		t.Fatalf("remove-node --dry-run n4: exit %d, %q %s, want %q", code, out.String(), errOut.String(), wantPlan)
+	}
+	out.Reset()
+	errOut.Reset()
+	done := "node n4 holds no replica and is out of the cluster: stop its process (its directory can be deleted)\n"
+	wantRun := strings.ReplaceAll(strings.Replace(wantPlan, "remove node", "removed node", 1), "move shard", "moved shard") + done
+	began := time.Now()
+	if code := run([]string{"cluster", "remove-node", "--addr", nodes[1].addr, "--timeout", "3m", "n4"}, &out, &errOut); code != 0 || out.String() != wantRun {
+		t.Fatalf("remove-node n4: exit %d, %q %s, want %q", code, out.String(), errOut.String(), wantRun)
+	}
+	t.Logf("remove-node n4 took %s", time.Since(began).Round(time.Millisecond))
+	rest := nodes[:3]
+	byID := func(id string) *clusterProc {
+		return rest[slices.IndexFunc(rest, func(p *clusterProc) bool { return p.id == id })]
+	}
+	var m *cluster.ShardMap
+	for _, cp := range nodes {
+		c := dial(t, cp.addr)
+		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the map without n4", func() bool {
+			var err error
+			m, err = cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
+			return err == nil && slices.Equal(m.Removed, []string{"n4"})
+		})
+	}
+	for _, sh := range m.Shards {
+		if got := slices.Sorted(slices.Values(sh.Members)); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
+			t.Errorf("shard %d has members %v, want n1, n2, n3", sh.ID, sh.Members)
+		}
+		for _, mem := range sh.Members {
+			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s to be a voter of shard %d", mem, sh.ID), func() bool {
+				info := do(t, dial(t, byID(mem).addr), "RAFT.SHARD", fmt.Sprint(sh.ID), "RAFT.INFO")
+				return strings.Contains(info, "id="+mem+",suffrage=voter") && strings.Count(info, "suffrage=voter") == 3 &&
+					!strings.Contains(info, "suffrage=nonvoter") && !strings.Contains(info, "id=n4,")
+			})
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	total := 0
+	for i := range nkeys {
+		k := fmt.Sprintf("rn:%d", i)
+		got, err := rdb.SMembers(ctx, k).Result()
+		if err != nil {
+			t.Fatalf("SMEMBERS %s: %v", k, err)
+		}
+		for _, a := range acked[k] {
+			if !slices.Contains(got, a) {
+				t.Errorf("%s: acknowledged member %s lost", k, a)
+			}
+		}
+		for _, g := range got {
+			if !slices.Contains(acked[k], g) && !slices.Contains(unknown[k], g) {
+				t.Errorf("%s: member %s was never written", k, g)
+			}
+		}
+		total += len(acked[k])
+	}
+	if total == 0 {
+		t.Error("no SADD was acknowledged during the removal")
+	}
+	t.Logf("%d SADDs acknowledged, %d with an unknown outcome", total, func() (n int) {
+		for _, u := range unknown {
+			n += len(u)
+		}
+		return n
+	}())
+	// Each process holds every shard now: its DBSIZE counts every key
+	// once if no key is stored in two shards (the writers' keys, and the
+	// key waitWritable set where a process answered it without -MOVED).
+	ready, err := rdb.Exists(ctx, "__raftset_ready").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range rest {
+		c := dial(t, cp.addr)
+		dbsize := ""
+		testutil.WaitFor(t, 30*time.Second, "DBSIZE on "+cp.id, func() bool {
+			dbsize = do(t, c, "DBSIZE")
+			return !strings.HasPrefix(dbsize, "-TRYAGAIN")
+		})
+		if want := fmt.Sprintf(":%d\r\n", nkeys+int(ready)); dbsize != want {
+			t.Errorf("DBSIZE on %s = %q, want %q", cp.id, dbsize, want)
+		}
+	}
+	for _, cp := range rest {
+		c := dial(t, cp.addr)
+		var s string
+		testutil.WaitFor(t, 30*time.Second, cp.id+"'s CLUSTER NODES to list 3 nodes", func() bool {
+			s = testutil.ParseReply(do(t, c, "CLUSTER", "NODES")).Str
+			return strings.Count(s, "\n") == 3
+		})
+		if strings.Contains(s, cluster.ClusterNodeID("n4")) || strings.Contains(s, n4.addr) {
+			t.Errorf("%s's CLUSTER NODES lists n4:\n%s", cp.id, s)
+		}
+	}
+	// n4 runs on with no replica, as the command says, until stopped.
+	for _, id := range []string{"1", "2"} {
+		if r := do(t, c4, "RAFT.SHARD", id, "RAFT.INFO"); r != "-ERR this node holds no replica of shard "+id+"\r\n" {
+			t.Errorf("RAFT.SHARD %s RAFT.INFO on n4 = %q", id, r)
+		}
+	}
+	if r := do(t, c4, "KEYS", "*"); !strings.HasPrefix(r, "-TRYAGAIN this node holds no replica") {
+		t.Errorf("KEYS * on n4 = %q", r)
+	}
+	// A repeat (a lost reply) changes nothing.
+	before = epoch()
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"cluster", "remove-node", "--addr", nodes[0].addr, "n4"}, &out, &errOut); code != 0 ||
+		out.String() != "removed node n4\nreplicas per node: n1=3 n2=3 n3=3\n"+done {
+		t.Errorf("remove-node n4 again: exit %d, %q %s", code, out.String(), errOut.String())
+	}
+	if e := epoch(); e != before {
+		t.Errorf("the repeated remove-node changed the map: epoch %d, was %d", e, before)
+	}
+	n4.p.stop(t)
+	agreedMasters(t, rest, "three shards to have a master on n1-n3", func(m map[string]string) bool { return len(m) == 3 })
+	clusterCheck(t, nodes[0].addr)
+
+	// Started again on its directory all the same, n4 restarts the
+	// replicas its directive names until its first map refresh closes
+	// them; added again (ADDNODE drops the removed line) and given shard
+	// 0, that replica is its home, also after another restart, which
+	// again starts the directive's shard 1 first: RAFT.INFO, run on the
+	// home, lists shard 0's four members.
+	n4.start(t)
+	waitWritable(t, n4.addr)
+	c4 = dial(t, n4.addr)
+	for _, id := range []string{"1", "2"} {
+		testutil.WaitFor(t, 30*time.Second, "n4 to close its old replica of shard "+id, func() bool {
+			return do(t, c4, "RAFT.SHARD", id, "RAFT.INFO") == "-ERR this node holds no replica of shard "+id+"\r\n"
+		})
+	}
+	raftAddr := n4.extra[slices.Index(n4.extra, "--raft-addr")+1]
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"cluster", "add-node", "--addr", nodes[0].addr, "n4@" + n4.addr + "," + raftAddr}, &out, &errOut); code != 0 {
+		t.Fatalf("add-node n4 after its removal: exit %d, %q %s", code, out.String(), errOut.String())
+	}
+	if r := do(t, c1, "RAFT.SHARD", "ADDREPLICA", "0", "n4"); r != "+OK\r\n" {
+		t.Fatalf("RAFT.SHARD ADDREPLICA 0 n4 after add-node = %q", r)
+	}
+	homeIsShard0 := func() bool {
+		info := do(t, c4, "RAFT.INFO")
+		return strings.Contains(info, "member3:id=") && strings.Contains(info, "id=n4,suffrage=voter")
+	}
+	testutil.WaitFor(t, 30*time.Second, "n4's home to be its replica of shard 0", homeIsShard0)
+	n4.p.stop(t)
+	n4.start(t)
+	waitWritable(t, n4.addr)
+	c4 = dial(t, n4.addr)
+	testutil.WaitFor(t, 30*time.Second, "n4's home to be its replica of shard 0 after a restart", func() bool {
+		return homeIsShard0() && do(t, c4, "RAFT.SHARD", "1", "RAFT.INFO") == "-ERR this node holds no replica of shard 1\r\n"
+	})
+}
