@@ -62,13 +62,14 @@ func TestLeaderBalanceSpreadsLeaders(t *testing.T) {
 	const shards = 3
 	hosts := servedHostsWith(t, "0:0-5460:n1,n2,n3 1:5461-10922:n2,n3,n1 2:10923-16383:n3,n1,n2", 3, func(c *Config) {
 		c.LeaderBalanceInterval = 0
-		// The directive's default timers, slower than the package's: an
-		// election of a loaded machine's own would move a leadership the
-		// test watches. (With 1 s timers, 2 runs in 7 hung closing the
+		// Timers three times the directive's defaults: an election of a
+		// loaded machine's own moves a leadership the test watches, and
+		// the balancer rightly moves it back, counted (at load 9, 1 run in
+		// 3 with the defaults). Transfers do not wait for them. (With 1 s timers, 2 runs in 7 hung closing the
 		// hosts in hashicorp/raft's pipeline replication: pipelineReplicate
 		// parks on inprogressCh once pipelineDecode has quit, the deadlock
 		// grafana/pyroscope#5518 describes.)
-		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 500*time.Millisecond, 500*time.Millisecond, 250*time.Millisecond
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 1500*time.Millisecond, 1500*time.Millisecond, 750*time.Millisecond
 	})
 	ctx := context.Background()
 	allOnN1 := func() bool {
