@@ -15,7 +15,7 @@ import (
 	"raftset/fsm"
 )
 
-const recoverUsage = `usage: raftset recover --dir DIR [--shard N] [--meta] [--node-id ID] [--peers id=raft-addr,...]
+const recoverUsage = `usage: raftset recover --dir DIR [--shard N[,N...]] [--meta] [--node-id ID] [--peers id=raft-addr,...]
 
 For a cluster that lost its quorum for good. Run it on a STOPPED survivor:
 it rewrites the node's Raft configuration so that it starts as a cluster of
@@ -26,8 +26,8 @@ may still have a quorum: two clusters would accept writes.
 
 A sharded process (cluster-enabled yes, shard-map) holds one Raft group per
 shard and, on the metadata group's voters, that group's too: name the ones
-that lost their quorum with --shard N (a shard of DIR) and --meta (the
-metadata group, which holds the cluster map), either or both. Once the
+that lost their quorum with --shard N[,N...] (shards of DIR) and --meta
+(the metadata group, which holds the cluster map), either or both. Once the
 process runs again, bring the map in line with RAFT.SHARD REMOVEREPLICA N
 <lost node> for each lost member, then add replicas (RAFT.SHARD ADDREPLICA,
 raftset cluster rebalance --replicas); docs/operations.md, Recover.
@@ -40,7 +40,7 @@ func runRecover(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "", "the stopped node's data directory")
 	id := fs.String("node-id", "", "the node's id (default: the one kept in DIR/node-id)")
 	peers := fs.String("peers", "", "members of the recovered cluster, id=raft-addr,... (this node among them)")
-	shard := fs.String("shard", "", "on a sharded process, the shard to recover (its id)")
+	shard := fs.String("shard", "", "on a sharded process, the shards to recover (ids, comma-separated)")
 	meta := fs.Bool("meta", false, "on a sharded process, recover the metadata group (this node must be one of its voters)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -126,20 +126,22 @@ func groupsToRecover(dir, id, shard string, meta bool) ([]raftGroup, string, err
 	}
 	var out []raftGroup
 	var hint string
-	if shard != "" {
-		n, err := strconv.ParseUint(shard, 10, 32)
+	for _, f := range strings.Split(shard, ",") {
+		if shard == "" {
+			break
+		}
+		n, err := strconv.ParseUint(f, 10, 32)
 		if err != nil || n >= uint64(cluster.MetaGroup) {
-			return nil, "", fmt.Errorf("--shard %q is not a shard id", shard)
+			return nil, "", fmt.Errorf("--shard %q is not a shard id", f)
 		}
 		if n != 0 && !sharded {
 			return nil, "", fmt.Errorf("%s is not a sharded process's directory (%s): recover it without --shard", dir, describeGroups(shards, hasMeta))
 		}
-		found := false
-		for _, s := range shards {
-			found = found || uint64(s) == n
-		}
-		if !found {
+		if !slices.Contains(shards, uint32(n)) {
 			return nil, "", fmt.Errorf("%s holds no shard %d (%s)", dir, n, describeGroups(shards, hasMeta))
+		}
+		if slices.ContainsFunc(out, func(g raftGroup) bool { return g.dir == cluster.ShardDir(dir, uint32(n)) }) {
+			continue
 		}
 		out = append(out, raftGroup{name: fmt.Sprintf("node %s, shard %d", id, n), label: fmt.Sprintf("shard %d: ", n), dir: cluster.ShardDir(dir, uint32(n)),
 			next: fmt.Sprintf("start the process, then RAFT.SHARD REMOVEREPLICA %d <node> for each lost member and add replicas", n)})
