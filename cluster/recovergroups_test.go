@@ -17,10 +17,15 @@ import (
 )
 
 // restartableHost starts a Host behind a front end, as servedHosts does,
-// and returns it with a stop that may be called before the test's end.
+// and returns it with a stop that may be called before the test's end. Its
+// client port is cfg.ClientAddr's if that is on 127.0.0.1, else a free one.
 func restartableHost(t *testing.T, cfg Config, m *ShardMap) (*Host, func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := "127.0.0.1:0"
+	if strings.HasPrefix(cfg.ClientAddr, "127.0.0.1:") {
+		addr = cfg.ClientAddr
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
