@@ -126,10 +126,11 @@ func groupsToRecover(dir, id, shard string, meta bool) ([]raftGroup, string, err
 	}
 	var out []raftGroup
 	var hint string
-	for _, f := range strings.Split(shard, ",") {
-		if shard == "" {
-			break
-		}
+	var ids []string
+	if shard != "" {
+		ids = strings.Split(shard, ",")
+	}
+	for _, f := range ids {
 		n, err := strconv.ParseUint(f, 10, 32)
 		if err != nil || n >= uint64(cluster.MetaGroup) {
 			return nil, "", fmt.Errorf("--shard %q is not a shard id", f)
@@ -146,7 +147,7 @@ func groupsToRecover(dir, id, shard string, meta bool) ([]raftGroup, string, err
 		out = append(out, raftGroup{name: fmt.Sprintf("node %s, shard %d", id, n), label: fmt.Sprintf("shard %d: ", n), dir: cluster.ShardDir(dir, uint32(n)),
 			next: fmt.Sprintf("start the process, then RAFT.SHARD REMOVEREPLICA %d <node> for each lost member and add replicas", n)})
 		if hasMeta && !meta {
-			hint = "node " + id + " is also a voter of the metadata group: if that group lost its majority too (map changes answer -TRYAGAIN for good), stop the process again and run raftset recover --meta"
+			hint = "node " + id + " is also a voter of the metadata group: if that group lost its majority too (map changes fail for good), run raftset recover --dir " + dir + " --meta before starting the process"
 		}
 	}
 	if meta {

@@ -79,8 +79,9 @@ func TestRecoverRefusesGroups(t *testing.T) {
 // (`raftset cluster create`: shard 0 on n1-n3 with the metadata group,
 // shard 1 on n4-n6). go-redis's ClusterClient writes a key in every 16th
 // slot; n5 and n6 are killed for good, so shard 1 has no quorum: its slots
-// answer errors while shard 0's take writes. n4, stopped, is rewritten by
-// `raftset recover --shard 1` and restarted: every acknowledged key is
+// answer errors while shard 0's take writes. recover refuses the running
+// n1; n4, stopped, is rewritten by `raftset recover --shard 1` and
+// restarted: every acknowledged key is
 // there, and every slot takes writes. RAFT.SHARD REMOVEREPLICA of n5 and
 // n6 (in no Raft configuration any more, their processes gone) and
 // ADDREPLICA of n1 and n2 make the map and shard 1's group agree on three
@@ -124,19 +125,35 @@ func TestShardedRecoverLostShard(t *testing.T) {
 	nodes[4].p.kill9(t)
 	nodes[5].p.kill9(t)
 	k1 := keys[8192+5] // written to nowhere yet
-	// An error the client recognises as "outcome unknown": n4 may have
-	// appended it to its log, and recover keeps every entry.
-	if r := do(t, c4, "SADD", k1, "x"); !strings.HasPrefix(r, "-TRYAGAIN") && !strings.HasPrefix(r, "-CLUSTERDOWN") {
-		t.Errorf("SADD in shard 1 without its quorum = %q, want -TRYAGAIN or -CLUSTERDOWN", r)
-	} else {
+	// Shard 1's slots fail: -MOVED to the lost leader while n4 still names
+	// it, then an error a client recognises (-TRYAGAIN: no leader;
+	// -CLUSTERDOWN: outcome unknown, n4 may have appended the write to its
+	// log, and recover keeps every entry).
+	lost := map[string]bool{nodes[4].addr: true, nodes[5].addr: true}
+	testutil.WaitFor(t, 15*time.Second, "shard 1's write on n4 to fail without a leader", func() bool {
+		r := do(t, c4, "SADD", k1, "x")
+		if f := strings.Fields(r); strings.HasPrefix(r, "-MOVED ") && len(f) == 3 && lost[f[2]] {
+			return false
+		}
+		if !strings.HasPrefix(r, "-TRYAGAIN") && !strings.HasPrefix(r, "-CLUSTERDOWN") {
+			t.Fatalf("SADD in shard 1 without its quorum = %q, want -TRYAGAIN or -CLUSTERDOWN", r)
+		}
 		t.Logf("SADD in shard 1 without its quorum = %q", r)
-	}
+		return true
+	})
 	if err := rdb.SAdd(ctx, keys[5], "during").Err(); err != nil {
 		t.Errorf("SADD in shard 0 while shard 1 has no quorum: %v", err)
 	}
 	n4.p.stop(t)
 
 	var stdout, stderr strings.Builder
+	// A running process's groups are locked (n1 runs).
+	if code := run([]string{"recover", "--dir", n1.dir, "--shard", "0", "--meta"}, &stdout, &stderr); code != 1 ||
+		!strings.HasPrefix(stderr.String(), "raftset recover: shard 0: recover: open "+filepath.Join(n1.dir, "raft.db")+": ") ||
+		!strings.HasSuffix(stderr.String(), " (stop the node first)\n") || stdout.Len() != 0 {
+		t.Errorf("recover of the running n1: exit %d, stdout %q, stderr %q, want it refused", code, stdout.String(), stderr.String())
+	}
+	stderr.Reset()
 	if code := run([]string{"recover", "--dir", n4.dir, "--shard", "1"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("raftset recover --shard 1 exited %d: %s", code, stderr.String())
 	}
