@@ -228,3 +228,128 @@ func TestShardedRecoverLostShard(t *testing.T) {
 	}
 	t.Log(clusterCheck(t, n1.addr))
 }
+
+// TestShardedRecoverMetadataGroup: three processes hold both shards and
+// the metadata group; n2 and n3 are killed for good, so every group lost
+// its quorum. recover refuses n1's directory without a group named;
+// `--shard 0,1 --meta` rewrites the three groups, and n1 restarted holds
+// every acknowledged key, takes writes in every slot, and changes the map
+// again: REMOVEREPLICA of the lost members of both shards, then a new
+// process n4 added (`raftset cluster add-node`) given a replica of each
+// shard, a voter of both, with redis-cli --cluster check OK.
+func TestShardedRecoverMetadataGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	nodes := startCreated(t, 3, 2, 3)
+	n1 := nodes[0]
+	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
+	ctx := context.Background()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{n1.addr, nodes[1].addr, nodes[2].addr}, MaxRedirects: 16,
+		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	defer rdb.Close()
+	keys := keyPerSlot()
+	var written []string
+	for s := 0; s < slot.Count; s += 64 {
+		if err := rdb.SAdd(ctx, keys[s], "before").Err(); err != nil {
+			t.Fatalf("SADD %s (slot %d): %v", keys[s], s, err)
+		}
+		written = append(written, keys[s])
+	}
+	c1 := dial(t, n1.addr)
+	testutil.WaitFor(t, 30*time.Second, "n1 to hold every key", func() bool {
+		return do(t, c1, "DBSIZE") == fmt.Sprintf(":%d\r\n", len(written))
+	})
+	nodes[1].p.kill9(t)
+	nodes[2].p.kill9(t)
+	n1.p.stop(t)
+
+	var stdout, stderr strings.Builder
+	want := "raftset recover: " + n1.dir + " is a sharded process's directory (shards 0, 1 and the metadata group): name the group that lost its quorum with --shard N or --meta\n"
+	if code := run([]string{"recover", "--dir", n1.dir}, &stdout, &stderr); code != 1 || stderr.String() != want {
+		t.Errorf("recover without a group: exit %d, %q, want %q", code, stderr.String(), want)
+	}
+	stderr.Reset()
+	if code := run([]string{"recover", "--dir", n1.dir, "--shard", "0,1", "--meta"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("raftset recover --shard 0,1 --meta exited %d: %s", code, stderr.String())
+	}
+	raft1 := n1.extra[slices.Index(n1.extra, "--raft-addr")+1]
+	for _, g := range []string{"shard 0", "shard 1", "metadata group"} {
+		if want := "node n1, " + g + ": configuration is now n1=" + raft1 + " (voter) (every entry kept); "; !strings.Contains(stdout.String(), want) {
+			t.Errorf("raftset recover printed %q, want %q", stdout.String(), want)
+		}
+	}
+	n1.start(t)
+	waitWritable(t, n1.addr)
+	c1 = dial(t, n1.addr)
+	for _, k := range written {
+		if got, err := rdb.SMembers(ctx, k).Result(); err != nil || !slices.Equal(got, []string{"before"}) {
+			t.Errorf("SMEMBERS %s (slot %d) after the recovery = %v, %v, want [before]", k, slot.Of([]byte(k)), got, err)
+		}
+	}
+	pipe := rdb.Pipeline()
+	for _, k := range keys {
+		pipe.SAdd(ctx, k, "after")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Errorf("SADD in every slot after the recovery: %v", err)
+	}
+	for _, step := range [][]string{{"0", "n2"}, {"0", "n3"}, {"1", "n2"}, {"1", "n3"}} {
+		if r := do(t, c1, "RAFT.SHARD", "REMOVEREPLICA", step[0], step[1]); r != "+OK\r\n" {
+			t.Fatalf("RAFT.SHARD REMOVEREPLICA %s %s = %q", step[0], step[1], r)
+		}
+	}
+
+	// n4: n1's directives, its own id and ports; added, then given a
+	// replica of each shard.
+	port, raftAddr := testutil.FreePort(t), fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	n4 := &clusterProc{id: "n4", dir: filepath.Join(t.TempDir(), "n4"), addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	for i := 0; i < len(n1.extra); i += 2 {
+		switch v := n1.extra[i+1]; n1.extra[i] {
+		case "--port":
+			n4.extra = append(n4.extra, "--port", fmt.Sprint(port))
+		case "--raft-addr":
+			n4.extra = append(n4.extra, "--raft-addr", raftAddr)
+		case "--node-id":
+			n4.extra = append(n4.extra, "--node-id", "n4")
+		default:
+			n4.extra = append(n4.extra, n1.extra[i], v)
+		}
+	}
+	n4.start(t)
+	waitWritable(t, n4.addr)
+	var out, errOut strings.Builder
+	if code := run([]string{"cluster", "add-node", "--addr", n1.addr, "n4@" + n4.addr + "," + raftAddr}, &out, &errOut); code != 0 {
+		t.Fatalf("add-node: exit %d, %q %s", code, out.String(), errOut.String())
+	}
+	for _, sh := range []string{"0", "1"} {
+		if r := do(t, c1, "RAFT.SHARD", "ADDREPLICA", sh, "n4"); r != "+OK\r\n" {
+			t.Fatalf("RAFT.SHARD ADDREPLICA %s n4 = %q", sh, r)
+		}
+		info := do(t, c1, "RAFT.SHARD", sh, "RAFT.INFO")
+		if !strings.Contains(info, "id=n1,suffrage=voter") || !strings.Contains(info, "id=n4,suffrage=voter") || strings.Count(info, "suffrage=") != 2 {
+			t.Errorf("shard %s's RAFT.INFO on n1, want voters n1 and n4:\n%s", sh, info)
+		}
+	}
+	m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c1, "RAFT.SHARD", "MAP")).Str)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint32{0, 1} {
+		if sh, _ := m.Shard(id); !slices.Equal(sh.Members, []string{"n1", "n4"}) {
+			t.Errorf("shard %d's members in the map = %v, want [n1 n4]", id, sh.Members)
+		}
+	}
+	for _, k := range keys {
+		want := []string{"after"}
+		if slices.Contains(written, k) {
+			want = []string{"after", "before"}
+		}
+		got, err := rdb.SMembers(ctx, k).Result()
+		slices.Sort(got)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("SMEMBERS %s = %v, %v, want %v", k, got, err, want)
+		}
+	}
+	t.Log(clusterCheck(t, n4.addr))
+}
