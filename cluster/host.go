@@ -69,6 +69,9 @@ type Host struct {
 	// unless it is a member of the bootstrap map's first shard.
 	bootstrap *ShardMap // the shard-map directive
 	meta      *Node
+	// metaFirst is the index in metaVoters of the voter a process outside
+	// the group asks for the map first (fetchMap).
+	metaFirst atomic.Uint32
 	// bootChecked: the directive was compared with the replicated
 	// bootstrap map (refreshMap's goroutine only).
 	bootChecked bool

@@ -154,29 +154,50 @@ func (h *Host) bootstrapMeta(ctx context.Context) {
 	}
 }
 
-// fetchMap asks the metadata voters, in order, for the map.
+// fetchMap asks the metadata voters for the map, in order from the one
+// that answered last (metaFirst). A voter that does not answer moves the
+// start past it: a lost machine whose address does not refuse connections
+// holds a call until the refresh's deadline, and asked first every time it
+// kept this process from ever reaching the voters that remain (before a
+// recovery of the group, and after it, when the voters are still the
+// directive's).
 func (h *Host) fetchMap(ctx context.Context) {
-	for _, v := range h.metaVoters() {
-		addr := h.clientAddr(v)
-		if addr == "" {
-			continue
+	voters := h.metaVoters()
+	first := int(h.metaFirst.Load()) % len(voters)
+	for i := range voters {
+		j := (first + i) % len(voters)
+		if m, ok := h.fetchMapFrom(ctx, voters[j]); ok {
+			h.adopt(m)
+			return
 		}
-		o := h.call(ctx, &h.pool, addr, MetaGroup, [][]byte{[]byte(cmdMetaMap)})
-		if o.kind != applied {
-			continue
+		h.metaFirst.CompareAndSwap(uint32(j), uint32((j+1)%len(voters)))
+		if ctx.Err() != nil {
+			// The others were not asked: they must not be passed over too.
+			return
 		}
-		r, err := respwire.Parse(o.reply)
-		if err != nil || r.Kind != '$' || r.Null {
-			continue
-		}
-		m, err := DecodeShardMap(r.Str)
-		if err != nil {
-			h.log.Warn("a cluster map that does not decode", "from", v, "error", err)
-			continue
-		}
-		h.adopt(m)
-		return
 	}
+}
+
+// fetchMapFrom asks voter v for the map.
+func (h *Host) fetchMapFrom(ctx context.Context, v string) (*ShardMap, bool) {
+	addr := h.clientAddr(v)
+	if addr == "" {
+		return nil, false
+	}
+	o := h.call(ctx, &h.pool, addr, MetaGroup, [][]byte{[]byte(cmdMetaMap)})
+	if o.kind != applied {
+		return nil, false
+	}
+	r, err := respwire.Parse(o.reply)
+	if err != nil || r.Kind != '$' || r.Null {
+		return nil, false
+	}
+	m, err := DecodeShardMap(r.Str)
+	if err != nil {
+		h.log.Warn("a cluster map that does not decode", "from", v, "error", err)
+		return nil, false
+	}
+	return m, true
 }
 
 // serveMetaMap answers raftset.metamap on a voter: the map after a read

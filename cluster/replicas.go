@@ -161,6 +161,11 @@ func (h *Host) driveRemoveReplica(ctx context.Context, id uint32, node string) e
 	if !slices.Contains(sh.Members, node) {
 		return fmt.Errorf("node %s holds no replica of shard %d", node, id)
 	}
+	if gone, err := h.outOfGroup(ctx, id, node); err != nil {
+		return err
+	} else if gone {
+		return h.forgetReplica(ctx, cur, id, node) // lost with its machine (forget.go)
+	}
 	if r := h.replicationFactor(); len(sh.Members)-1 < r/2+1 {
 		return fmt.Errorf("shard %d would keep %d of its %d configured replicas, less than a majority", id, len(sh.Members)-1, r)
 	}
