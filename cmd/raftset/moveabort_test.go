@@ -87,7 +87,5 @@ func TestShardedAbortMove(t *testing.T) {
 	}
 	cw.waitWrites(t, 100)
 	cw.stopAndCheck(t, ctx, rdb, nodes)
-	if len(cw.errs) > 0 {
-		t.Errorf("the cluster client surfaced errors: %v", cw.errs)
-	}
+	cw.checkNoErrors(t, "the aborted move")
 }

@@ -135,9 +135,7 @@ func TestShardedMoveSlots(t *testing.T) {
 	cw.stopAndCheck(t, ctx, rdb, nodes)
 	clusterCheck(t, nodes[0].addr)
 	t.Logf("%d members acknowledged across the move", cw.count.Load())
-	if len(cw.errs) > 0 {
-		t.Errorf("the cluster client surfaced errors during the move: %v", cw.errs)
-	}
+	cw.checkNoErrors(t, "the move")
 }
 
 // TestClusterCommandArgs: raftset cluster refuses what it cannot send.
