@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +23,7 @@ import (
 // (n4's home, last; its leadership handed over first) to n3, then the map
 // drops n4. Afterwards every acknowledged member is present and nothing
 // else, every key is stored once (DBSIZE on each process, which now holds
-// every shard, is the number of keys), every shard has 3 voters on n1-n3
+// every shard, is the number of keys; on n4, 0), every shard has 3 voters on n1-n3
 // in its Raft configuration, n4 holds no replica, no process's CLUSTER
 // NODES lists it, a repeat changes nothing, and with n4 stopped
 // redis-cli --cluster check is OK. Started again, n4 closes the replicas
@@ -79,34 +77,13 @@ func TestShardedRemoveNode(t *testing.T) {
 	defer rdb.Close()
 	// Writers: each adds its own members to a few keys; the client must
 	// surface no error while replicas move and n4 leaves.
-	const nkeys = 50
-	var (
-		mu      sync.Mutex
-		acked   = map[string][]string{}
-		unknown = map[string][]string{}
-		stop    atomic.Bool
-		wg      sync.WaitGroup
-	)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				k, m := fmt.Sprintf("rn:%d", (i*4+w)%nkeys), fmt.Sprintf("w%d-%d", w, i)
-				err := rdb.SAdd(ctx, k, m).Err()
-				mu.Lock()
-				if err == nil {
-					acked[k] = append(acked[k], m)
-				} else {
-					if len(unknown) < 3 {
-						t.Errorf("SADD %s %s: %v", k, m, err)
-					}
-					unknown[k] = append(unknown[k], m)
-				}
-				mu.Unlock()
-			}
-		}()
+	var keys []string
+	for i := range 50 {
+		keys = append(keys, fmt.Sprintf("rn:%d", i))
 	}
+	cw := &clusterWriters{keys: keys}
+	cw.start(ctx, rdb, 4)
+	cw.waitWrites(t, 100)
 
 	out.Reset()
 	errOut.Reset()
@@ -148,54 +125,14 @@ func TestShardedRemoveNode(t *testing.T) {
 			})
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
-	total := 0
-	for i := range nkeys {
-		k := fmt.Sprintf("rn:%d", i)
-		got, err := rdb.SMembers(ctx, k).Result()
-		if err != nil {
-			t.Fatalf("SMEMBERS %s: %v", k, err)
-		}
-		for _, a := range acked[k] {
-			if !slices.Contains(got, a) {
-				t.Errorf("%s: acknowledged member %s lost", k, a)
-			}
-		}
-		for _, g := range got {
-			if !slices.Contains(acked[k], g) && !slices.Contains(unknown[k], g) {
-				t.Errorf("%s: member %s was never written", k, g)
-			}
-		}
-		total += len(acked[k])
+	// Writes go on after the removal; then each of n1-n3, which holds
+	// every shard now, stores every key once, and n4 none.
+	cw.waitWrites(t, 100)
+	if written := cw.stopAndCheck(t, ctx, rdb, nodes); written != len(keys) {
+		t.Errorf("%d keys written, want all %d", written, len(keys))
 	}
-	if total == 0 {
-		t.Error("no SADD was acknowledged during the removal")
-	}
-	t.Logf("%d SADDs acknowledged, %d with an unknown outcome", total, func() (n int) {
-		for _, u := range unknown {
-			n += len(u)
-		}
-		return n
-	}())
-	// Each process holds every shard now: its DBSIZE counts every key
-	// once if no key is stored in two shards (the writers' keys, and the
-	// key waitWritable set where a process answered it without -MOVED).
-	ready, err := rdb.Exists(ctx, "__raftset_ready").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cp := range rest {
-		c := dial(t, cp.addr)
-		dbsize := ""
-		testutil.WaitFor(t, 30*time.Second, "DBSIZE on "+cp.id, func() bool {
-			dbsize = do(t, c, "DBSIZE")
-			return !strings.HasPrefix(dbsize, "-TRYAGAIN")
-		})
-		if want := fmt.Sprintf(":%d\r\n", nkeys+int(ready)); dbsize != want {
-			t.Errorf("DBSIZE on %s = %q, want %q", cp.id, dbsize, want)
-		}
-	}
+	cw.checkNoErrors(t, "the removal")
+	t.Logf("%d SADDs acknowledged, %d with an unknown outcome", cw.count.Load(), cw.maybeCount())
 	for _, cp := range rest {
 		c := dial(t, cp.addr)
 		var s string
