@@ -111,3 +111,15 @@ func TestPlanReplicaMoves(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaCounts: members counted once per shard, a recorded node with
+// no replica as 0, the plans' starting counts.
+func TestReplicaCounts(t *testing.T) {
+	m, err := DecodeShardMap("epoch 3\nshard 0:0-8191:n1,n2,n3\nshard 1:8192-16383:n2,n3,n5\nnode n4 h:1 h:2\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(m.ReplicaCounts()), "map[n1:1 n2:2 n3:2 n4:0 n5:1]"; got != want {
+		t.Errorf("ReplicaCounts() = %s, want %s", got, want)
+	}
+}
