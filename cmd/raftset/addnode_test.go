@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"raftset/cluster"
 	"raftset/internal/testutil"
 )
@@ -114,14 +112,8 @@ func TestShardedAddNode(t *testing.T) {
 	for _, cp := range append(slices.Clone(nodes), n4) {
 		t.Logf("%s: %s", cp.id, cp.addr)
 	}
-	addrs := []string{n4.addr}
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 10*time.Second, append([]*clusterProc{n4}, nodes...)...)
 	// Writers: each adds its own members to a few keys; a member whose
 	// SADD failed (an unknown outcome) may or may not be there. The client
 	// must surface no error: the move hands shard 1's leadership over
@@ -147,9 +139,6 @@ func TestShardedAddNode(t *testing.T) {
 		t.Fatalf("rebalance --replicas: exit %d, %q %s", code, out.String(), errOut.String())
 	}
 	all := append(slices.Clone(nodes), n4)
-	byID := func(id string) *clusterProc {
-		return all[slices.IndexFunc(all, func(p *clusterProc) bool { return p.id == id })]
-	}
 	var m *cluster.ShardMap
 	for _, cp := range all {
 		c := dial(t, cp.addr)
@@ -163,15 +152,7 @@ func TestShardedAddNode(t *testing.T) {
 			return slices.Equal(slices.Sorted(slices.Values(sh.Members)), []string{"n2", "n3", "n4"})
 		})
 	}
-	for _, sh := range m.Shards {
-		for _, mem := range sh.Members {
-			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s to be a voter of shard %d", mem, sh.ID), func() bool {
-				info := do(t, dial(t, byID(mem).addr), "RAFT.SHARD", fmt.Sprint(sh.ID), "RAFT.INFO")
-				return strings.Contains(info, "id="+mem+",suffrage=voter") && strings.Count(info, "suffrage=voter") == 3 &&
-					!strings.Contains(info, "suffrage=nonvoter")
-			})
-		}
-	}
+	waitVoters(t, m, all)
 	// Writes go on after the move; then each process stores the keys of
 	// the shards it holds now once (n1 shard 0's, n4 shard 1's).
 	cw.waitWrites(t, 100)

@@ -184,6 +184,48 @@ func (cw *clusterWriters) maybeCount() (n int) {
 	return n
 }
 
+// clusterClient is a go-redis ClusterClient seeded with the nodes'
+// addresses, closed when the test ends. MaxRedirects 16: an election of the
+// loaded machine's own sends -MOVED between two processes until their views
+// of the new leader agree, and -TRYAGAIN retries share the budget.
+func clusterClient(t *testing.T, timeout time.Duration, nodes ...*clusterProc) *redis.ClusterClient {
+	t.Helper()
+	addrs := make([]string, 0, len(nodes))
+	for _, cp := range nodes {
+		addrs = append(addrs, cp.addr)
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
+		DialTimeout: 2 * time.Second, ReadTimeout: timeout, WriteTimeout: timeout})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// waitVoters waits until every member of every shard of m, asked on its own
+// process, lists the shard's members as its voters and no other server
+// (RAFT.SHARD <id> RAFT.INFO): after a replica move or a removal, the
+// map and the shards' Raft configurations agree.
+func waitVoters(t *testing.T, m *cluster.ShardMap, nodes []*clusterProc) {
+	t.Helper()
+	for _, sh := range m.Shards {
+		for _, mem := range sh.Members {
+			i := slices.IndexFunc(nodes, func(p *clusterProc) bool { return p.id == mem })
+			if i < 0 {
+				t.Fatalf("shard %d's member %s is none of the processes", sh.ID, mem)
+			}
+			c := dial(t, nodes[i].addr)
+			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s to see shard %d's voters %v", mem, sh.ID, sh.Members), func() bool {
+				info := do(t, c, "RAFT.SHARD", fmt.Sprint(sh.ID), "RAFT.INFO")
+				for _, v := range sh.Members {
+					if !strings.Contains(info, "id="+v+",suffrage=voter") {
+						return false
+					}
+				}
+				return strings.Count(info, "suffrage=") == len(sh.Members)
+			})
+		}
+	}
+}
+
 // clusterCheck runs redis-cli --cluster check against addr until every
 // node agrees on the slots and every slot is covered, for up to 30 s, and
 // fails the test with the last output if they never do; it returns the

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"raftset/cluster"
 	"raftset/internal/testutil"
 )
@@ -67,14 +65,8 @@ func TestShardedRemoveNode(t *testing.T) {
 		t.Errorf("the refused remove-node n1 changed the map: epoch %d, was %d", e, before)
 	}
 
-	addrs := []string{}
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 10*time.Second, nodes...)
 	// Writers: each adds its own members to a few keys; the client must
 	// surface no error while replicas move and n4 leaves.
 	var keys []string
@@ -101,9 +93,6 @@ func TestShardedRemoveNode(t *testing.T) {
 	}
 	t.Logf("remove-node n4 took %s", time.Since(began).Round(time.Millisecond))
 	rest := nodes[:3]
-	byID := func(id string) *clusterProc {
-		return rest[slices.IndexFunc(rest, func(p *clusterProc) bool { return p.id == id })]
-	}
 	var m *cluster.ShardMap
 	for _, cp := range nodes {
 		c := dial(t, cp.addr)
@@ -117,14 +106,8 @@ func TestShardedRemoveNode(t *testing.T) {
 		if got := slices.Sorted(slices.Values(sh.Members)); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
 			t.Errorf("shard %d has members %v, want n1, n2, n3", sh.ID, sh.Members)
 		}
-		for _, mem := range sh.Members {
-			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s to be a voter of shard %d", mem, sh.ID), func() bool {
-				info := do(t, dial(t, byID(mem).addr), "RAFT.SHARD", fmt.Sprint(sh.ID), "RAFT.INFO")
-				return strings.Contains(info, "id="+mem+",suffrage=voter") && strings.Count(info, "suffrage=voter") == 3 &&
-					!strings.Contains(info, "suffrage=nonvoter") && !strings.Contains(info, "id=n4,")
-			})
-		}
 	}
+	waitVoters(t, m, rest) // n4 in no shard's configuration
 	// Writes go on after the removal; then each of n1-n3, which holds
 	// every shard now, stores every key once, and n4 none.
 	cw.waitWrites(t, 100)

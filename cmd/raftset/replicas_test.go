@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"raftset/cluster"
 	"raftset/internal/testutil"
 )
@@ -36,14 +34,8 @@ func TestShardedRebalanceReplicas(t *testing.T) {
 	if code := run([]string{"cluster", "add-shard", "--addr", nodes[0].addr, "--timeout", "2m", "n1", "n2", "n3"}, &out, &errOut); code != 0 {
 		t.Fatalf("add-shard: exit %d, %q %s", code, out.String(), errOut.String())
 	}
-	var addrs []string
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 10*time.Second, nodes...)
 
 	// Writers: each adds its own members to a few keys; a member whose
 	// SADD failed (an unknown outcome) may or may not be there.
@@ -84,16 +76,8 @@ func TestShardedRebalanceReplicas(t *testing.T) {
 		if len(sh.Members) != 3 {
 			t.Errorf("shard %d has members %v, want 3", sh.ID, sh.Members)
 		}
-		for _, mem := range sh.Members {
-			cp := nodes[slices.IndexFunc(nodes, func(p *clusterProc) bool { return p.id == mem })]
-			info := ""
-			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s to be a voter of shard %d", mem, sh.ID), func() bool {
-				info = do(t, dial(t, cp.addr), "RAFT.SHARD", fmt.Sprint(sh.ID), "RAFT.INFO")
-				return strings.Contains(info, "id="+mem+",suffrage=voter") && strings.Count(info, "suffrage=voter") == 3 &&
-					!strings.Contains(info, "suffrage=nonvoter")
-			})
-		}
 	}
+	waitVoters(t, m, nodes)
 	// Writes go on after the moves; then each process stores the keys of
 	// the shards it holds once (4 processes, 4 shards of 3 replicas).
 	cw.waitWrites(t, 100)
