@@ -51,14 +51,7 @@ func TestPlanReplicaMoves(t *testing.T) {
 		n := 3 + rng.IntN(6)
 		s := 1 + rng.IntN(8)
 		r := 1 + rng.IntN(3)
-		var nodes []PlaceNode
-		for j := range n {
-			nodes = append(nodes, PlaceNode{ID: fmt.Sprintf("n%d", j+1)})
-		}
-		m, err := Place(nodes, s, r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := mustPlace(t, n, s, r)
 		extra := []string{fmt.Sprintf("n%d", n+1)}
 		if i%2 == 0 {
 			extra = append(extra, fmt.Sprintf("n%d", n+2))
@@ -122,4 +115,18 @@ func TestReplicaCounts(t *testing.T) {
 	if got, want := fmt.Sprint(m.ReplicaCounts()), "map[n1:1 n2:2 n3:2 n4:0 n5:1]"; got != want {
 		t.Errorf("ReplicaCounts() = %s, want %s", got, want)
 	}
+}
+
+// mustPlace is Place's map of s shards of r replicas over nodes n1 to n<n>.
+func mustPlace(t *testing.T, n, s, r int) *ShardMap {
+	t.Helper()
+	var nodes []PlaceNode
+	for j := range n {
+		nodes = append(nodes, PlaceNode{ID: fmt.Sprintf("n%d", j+1)})
+	}
+	m, err := Place(nodes, s, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
