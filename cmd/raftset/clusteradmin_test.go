@@ -396,10 +396,6 @@ func TestShardedRebalanceSlots(t *testing.T) {
 		t.Skip("multi-process cluster test")
 	}
 	nodes := startCluster(t, 3, "--cluster-enabled", "yes", "--shard-map", "0:0-12287:n1,n2,n3 1:12288-16383:n1,n2,n3")
-	var addrs []string
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
 
 	var dry, dryErr strings.Builder
@@ -409,9 +405,7 @@ func TestShardedRebalanceSlots(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 5*time.Second, nodes...)
 	var keys []string
 	for i := range 64 {
 		keys = append(keys, fmt.Sprintf("rb:%d", i))
