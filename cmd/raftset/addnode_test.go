@@ -35,16 +35,8 @@ func TestShardedAddNode(t *testing.T) {
 	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
 	// n1 leads shard 1, whose replica the rebalance moves from n1 to n4:
 	// the move removes the shard's leader, every run.
+	leadShard(t, nodes[0], 1)
 	c1 := dial(t, nodes[0].addr)
-	testutil.WaitFor(t, 30*time.Second, "shard 1's leadership to reach n1", func() bool {
-		if strings.Contains(do(t, c1, "RAFT.SHARD", "1", "RAFT.INFO"), "leader_id:n1\r\n") {
-			return true
-		}
-		if r := do(t, c1, "RAFT.SHARD", "1", "RAFT.TRANSFER", "n1"); r != "+OK\r\n" {
-			t.Logf("RAFT.SHARD 1 RAFT.TRANSFER n1 = %q (retrying)", r)
-		}
-		return false
-	})
 	agreedMasters(t, nodes, "n1 to master shard 1 on every node", func(m map[string]string) bool { return len(m) == 2 && m["8192-16383"] == "n1" })
 
 	// n4: the first three's directives, its own id and ports.

@@ -225,29 +225,35 @@ func TestShardedBalanceLeaders(t *testing.T) {
 	}
 }
 
-// leadAllOnN1 moves every one of shards shards' leadership to n1 (RAFT.SHARD
-// id RAFT.TRANSFER n1, at most one a second: a transfer takes a moment to
-// show) and waits until every node's CLUSTER SLOTS names n1 master of
-// every range.
+// leadShard moves shard id's leadership to cp, asking cp (RAFT.SHARD id
+// RAFT.TRANSFER) at most once a second, as a transfer takes a moment to
+// show, until its RAFT.INFO of the shard names cp the leader.
+func leadShard(t *testing.T, cp *clusterProc, id int) {
+	t.Helper()
+	c := dial(t, cp.addr)
+	var sent time.Time
+	testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("shard %d's leadership to reach %s", id, cp.id), func() bool {
+		if strings.Contains(do(t, c, "RAFT.SHARD", fmt.Sprint(id), "RAFT.INFO"), "leader_id:"+cp.id+"\r\n") {
+			return true
+		}
+		if time.Since(sent) < time.Second {
+			return false
+		}
+		sent = time.Now()
+		if r := do(t, c, "RAFT.SHARD", fmt.Sprint(id), "RAFT.TRANSFER", cp.id); r != "+OK\r\n" {
+			t.Logf("RAFT.SHARD %d RAFT.TRANSFER %s = %q (retrying)", id, cp.id, r)
+		}
+		return false
+	})
+}
+
+// leadAllOnN1 moves every one of shards shards' leadership to n1
+// (leadShard) and waits until every node's CLUSTER SLOTS names n1 master
+// of every range.
 func leadAllOnN1(t *testing.T, nodes []*clusterProc, shards int) {
 	t.Helper()
-	n1 := dial(t, nodes[0].addr)
 	for id := range shards {
-		var sent time.Time
-		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("shard %d's leadership to reach n1", id), func() bool {
-			info := do(t, n1, "RAFT.SHARD", fmt.Sprint(id), "RAFT.INFO")
-			if strings.Contains(info, "leader_id:n1\r\n") {
-				return true
-			}
-			if time.Since(sent) < time.Second {
-				return false
-			}
-			sent = time.Now()
-			if r := do(t, n1, "RAFT.SHARD", fmt.Sprint(id), "RAFT.TRANSFER", "n1"); r != "+OK\r\n" {
-				t.Logf("RAFT.SHARD %d RAFT.TRANSFER n1 = %q (retrying)", id, r)
-			}
-			return false
-		})
+		leadShard(t, nodes[0], id)
 	}
 	agreedMasters(t, nodes, "n1 to master every shard on every node", func(m map[string]string) bool {
 		if len(m) != shards {

@@ -34,16 +34,8 @@ func TestShardedRemoveNode(t *testing.T) {
 	nodes := startCreated(t, 4, 3, 3)
 	n4 := nodes[3]
 	agreedMasters(t, nodes, "three shards to have a master on every node", func(m map[string]string) bool { return len(m) == 3 })
+	leadShard(t, n4, 1)
 	c4 := dial(t, n4.addr)
-	testutil.WaitFor(t, 30*time.Second, "shard 1's leadership to reach n4", func() bool {
-		if strings.Contains(do(t, c4, "RAFT.SHARD", "1", "RAFT.INFO"), "leader_id:n4\r\n") {
-			return true
-		}
-		if r := do(t, c4, "RAFT.SHARD", "1", "RAFT.TRANSFER", "n4"); r != "+OK\r\n" {
-			t.Logf("RAFT.SHARD 1 RAFT.TRANSFER n4 = %q (retrying)", r)
-		}
-		return false
-	})
 	agreedMasters(t, nodes, "n4 to master shard 1 on every node", func(m map[string]string) bool { return len(m) == 3 && m["5461-10922"] == "n4" })
 
 	c1 := dial(t, nodes[0].addr)
