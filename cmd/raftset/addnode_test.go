@@ -83,13 +83,9 @@ func TestShardedAddNode(t *testing.T) {
 
 	// rebalance plans from the map of the node it asks, which learns a
 	// change within a map refresh: every process does.
-	for _, cp := range append(slices.Clone(nodes), n4) {
-		c := dial(t, cp.addr)
-		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the map with n4's record", func() bool {
-			m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
-			return err == nil && m.Nodes["n4"] == cluster.NodeRecord{Client: n4.addr, Raft: raftAddr}
-		})
-	}
+	waitMaps(t, append(slices.Clone(nodes), n4), "with n4's record", func(m *cluster.ShardMap) bool {
+		return m.Nodes["n4"] == cluster.NodeRecord{Client: n4.addr, Raft: raftAddr}
+	})
 	// Every process lists n4 as Redis lists a node just added, a master of
 	// no slot, and redis-cli --cluster check agrees.
 	n4Line := cluster.ClusterNodeID("n4") + " " + n4.addr + "@" + strings.Split(raftAddr, ":")[1] + " "
@@ -131,19 +127,10 @@ func TestShardedAddNode(t *testing.T) {
 		t.Fatalf("rebalance --replicas: exit %d, %q %s", code, out.String(), errOut.String())
 	}
 	all := append(slices.Clone(nodes), n4)
-	var m *cluster.ShardMap
-	for _, cp := range all {
-		c := dial(t, cp.addr)
-		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the map with shard 1 on n2, n3, n4", func() bool {
-			var err error
-			m, err = cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
-			if err != nil {
-				return false
-			}
-			sh, _ := m.Shard(1)
-			return slices.Equal(slices.Sorted(slices.Values(sh.Members)), []string{"n2", "n3", "n4"})
-		})
-	}
+	m := waitMaps(t, all, "with shard 1 on n2, n3, n4", func(m *cluster.ShardMap) bool {
+		sh, _ := m.Shard(1)
+		return slices.Equal(slices.Sorted(slices.Values(sh.Members)), []string{"n2", "n3", "n4"})
+	})
 	waitVoters(t, m, all)
 	// Writes go on after the move; then each process stores the keys of
 	// the shards it holds now once (n1 shard 0's, n4 shard 1's).

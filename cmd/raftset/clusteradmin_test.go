@@ -425,22 +425,10 @@ func TestShardedRebalanceSlots(t *testing.T) {
 		t.Fatalf("rebalance: exit %d, %q %s", code, out.String(), errOut.String())
 	}
 	cw.waitWrites(t, 200)
-	for _, cp := range nodes {
-		testutil.WaitFor(t, 10*time.Second, cp.id+" to route by the even map", func() bool {
-			r, err := testutil.DialRESP(cp.addr, 2*time.Second)
-			if err != nil {
-				return false
-			}
-			defer r.Close()
-			raw, err := r.Do("RAFT.SHARD", "MAP")
-			if err != nil {
-				return false
-			}
-			m, err := cluster.DecodeShardMap(testutil.ParseReply(raw).Str)
-			return err == nil && m.Move == nil && cluster.SlotCount(m.Shards[0]) == 8192 &&
-				cluster.SlotCount(m.Shards[1]) == 8192 && m.ShardOf(8191) == 0 && m.ShardOf(8192) == 1
-		})
-	}
+	waitMaps(t, nodes, "evened out", func(m *cluster.ShardMap) bool {
+		return m.Move == nil && cluster.SlotCount(m.Shards[0]) == 8192 &&
+			cluster.SlotCount(m.Shards[1]) == 8192 && m.ShardOf(8191) == 0 && m.ShardOf(8192) == 1
+	})
 	// Every key is stored once: DBSIZE on a process, which holds both
 	// shards, counts the written keys and no copy left in shard 0.
 	cw.stopAndCheck(t, ctx, rdb, nodes)

@@ -163,6 +163,22 @@ func shardMapOf(addr string) (*cluster.ShardMap, error) {
 	return cluster.DecodeShardMap(testutil.ParseReply(r).Str)
 }
 
+// waitMaps waits until every process routes by a shard map that ok
+// accepts (each learns a change within a map refresh), and returns the
+// last one's.
+func waitMaps(t *testing.T, procs []*clusterProc, what string, ok func(m *cluster.ShardMap) bool) *cluster.ShardMap {
+	t.Helper()
+	var m *cluster.ShardMap
+	for _, cp := range procs {
+		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the map "+what, func() bool {
+			var err error
+			m, err = shardMapOf(cp.addr)
+			return err == nil && ok(m)
+		})
+	}
+	return m
+}
+
 // checkNoErrors fails the test if the cluster client surfaced an error to
 // a writer: what the tests whose client must ride through a move require.
 func (cw *clusterWriters) checkNoErrors(t *testing.T, during string) {

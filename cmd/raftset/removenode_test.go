@@ -85,15 +85,7 @@ func TestShardedRemoveNode(t *testing.T) {
 	}
 	t.Logf("remove-node n4 took %s", time.Since(began).Round(time.Millisecond))
 	rest := nodes[:3]
-	var m *cluster.ShardMap
-	for _, cp := range nodes {
-		c := dial(t, cp.addr)
-		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the map without n4", func() bool {
-			var err error
-			m, err = cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
-			return err == nil && slices.Equal(m.Removed, []string{"n4"})
-		})
-	}
+	m := waitMaps(t, nodes, "without n4", func(m *cluster.ShardMap) bool { return slices.Equal(m.Removed, []string{"n4"}) })
 	for _, sh := range m.Shards {
 		if got := slices.Sorted(slices.Values(sh.Members)); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
 			t.Errorf("shard %d has members %v, want n1, n2, n3", sh.ID, sh.Members)

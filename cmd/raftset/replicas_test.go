@@ -60,18 +60,7 @@ func TestShardedRebalanceReplicas(t *testing.T) {
 		strings.ReplaceAll(out.String(), "moved", "move") != dry {
 		t.Fatalf("rebalance --replicas: exit %d, %q %s; the dry run said %q", code, out.String(), errOut.String(), dry)
 	}
-	for _, cp := range nodes {
-		c := dial(t, cp.addr)
-		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the rebalanced map", func() bool {
-			m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
-			return err == nil && onlyLeaderOrSlotRules(cluster.CheckPlacement(m, 3))
-		})
-	}
-	c := dial(t, nodes[0].addr)
-	m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := waitMaps(t, nodes, "rebalanced", func(m *cluster.ShardMap) bool { return onlyLeaderOrSlotRules(cluster.CheckPlacement(m, 3)) })
 	for _, sh := range m.Shards {
 		if len(sh.Members) != 3 {
 			t.Errorf("shard %d has members %v, want 3", sh.ID, sh.Members)
