@@ -95,8 +95,8 @@ func TestShardedRemoveNode(t *testing.T) {
 	// Writes go on after the removal; then each of n1-n3, which holds
 	// every shard now, stores every key once, and n4 none.
 	cw.waitWrites(t, 100)
-	if written := cw.stopAndCheck(t, ctx, rdb, nodes); written != len(keys) {
-		t.Errorf("%d keys written, want all %d", written, len(keys))
+	if stored := cw.stopAndCheck(t, ctx, rdb, nodes); stored != len(keys) {
+		t.Errorf("%d keys stored, want all %d", stored, len(keys))
 	}
 	cw.checkNoErrors(t, "the removal")
 	t.Logf("%d SADDs acknowledged, %d with an unknown outcome", cw.count.Load(), cw.maybeCount())
