@@ -115,14 +115,7 @@ func TestPlanDrain(t *testing.T) {
 		r := 1 + rng.IntN(3)
 		s := 2 + rng.IntN(7)
 		n := min(r+1+rng.IntN(6), s*r)
-		var nodes []PlaceNode
-		for j := range n {
-			nodes = append(nodes, PlaceNode{ID: fmt.Sprintf("n%d", j+1)})
-		}
-		m, err := Place(nodes, s, r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := mustPlace(t, n, s, r)
 		node := fmt.Sprintf("n%d", 1+rng.IntN(n))
 		home, hasHome := m.Home(node)
 		plan, after, err := PlanDrain(m, node)
@@ -157,9 +150,9 @@ func TestPlanDrain(t *testing.T) {
 			}
 		}
 		lo, hi := s*r, 0
-		for _, nd := range nodes {
-			if nd.ID != node {
-				lo, hi = min(lo, counts[nd.ID]), max(hi, counts[nd.ID])
+		for j := range n {
+			if id := fmt.Sprintf("n%d", j+1); id != node {
+				lo, hi = min(lo, counts[id]), max(hi, counts[id])
 			}
 		}
 		if hi-lo > 1 {
@@ -182,14 +175,9 @@ func TestPlanDrain(t *testing.T) {
 // added again. Refusals are byte-exact: an unknown node, a metadata
 // voter, a node that still holds a replica, bad arguments.
 func TestRemoveNode(t *testing.T) {
-	hosts := servedHosts(t, "0:0-8191:n1,n2,n3 1:8192-16383:n2,n3,n4", 4)
+	hosts, k1 := replicaHosts(t)
 	n1, n2, n4 := hosts[0], hosts[1], hosts[3]
 	ctx := context.Background()
-	k1 := keyIn(t, "k", 8192, 16383)
-	shard1, _ := n4.Node(1)
-	if r := writeRetry(t, shard1, "sadd", k1, "before"); r != ":1\r\n" {
-		t.Fatalf("SADD in shard 1 = %q", r)
-	}
 	for _, tc := range []struct {
 		args []string
 		want string

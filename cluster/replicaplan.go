@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -26,28 +27,17 @@ type ReplicaMovePlan struct {
 // when no move is allowed (the remaining imbalance is then reported by
 // CheckPlacement).
 func PlanReplicaMoves(m *ShardMap, nodes []string) []ReplicaMovePlan {
-	members := map[uint32][]string{}
-	count := map[string]int{}
-	var all []string
-	add := func(n string) {
-		if !slices.Contains(all, n) {
-			all = append(all, n)
+	count := m.ReplicaCounts()
+	for _, n := range nodes {
+		if _, ok := count[n]; !ok {
+			count[n] = 0 // a node outside the map holds none
 		}
 	}
-	for _, n := range nodes {
-		add(n)
-	}
-	for n := range m.Nodes {
-		add(n)
-	}
+	all := slices.Sorted(maps.Keys(count))
+	members := map[uint32][]string{}
 	for _, sh := range m.Shards {
 		members[sh.ID] = slices.Clone(sh.Members)
-		for _, n := range sh.Members {
-			add(n)
-			count[n]++
-		}
 	}
-	slices.Sort(all)
 	homes := map[string]uint32{}
 	for _, n := range all {
 		if id, ok := m.Home(n); ok {
@@ -116,22 +106,8 @@ func PlanDrain(m *ShardMap, node string) ([]ReplicaMovePlan, *ShardMap, error) {
 	if home, ok := m.Home(node); ok {
 		held = append(slices.DeleteFunc(held, func(id uint32) bool { return id == home }), home)
 	}
-	count := map[string]int{}
-	var all []string
-	for n := range m.Nodes {
-		all = append(all, n)
-		count[n] = 0
-	}
-	for _, sh := range m.Shards {
-		for _, n := range sh.Members {
-			if _, ok := count[n]; !ok {
-				all = append(all, n)
-			}
-			count[n]++
-		}
-	}
-	all = slices.DeleteFunc(all, func(n string) bool { return n == node })
-	slices.Sort(all)
+	count := m.ReplicaCounts()
+	all := slices.DeleteFunc(slices.Sorted(maps.Keys(count)), func(n string) bool { return n == node })
 	var plan []ReplicaMovePlan
 	for _, id := range held {
 		i := slices.IndexFunc(after.Shards, func(sh Shard) bool { return sh.ID == id })

@@ -51,14 +51,7 @@ func TestPlanReplicaMoves(t *testing.T) {
 		n := 3 + rng.IntN(6)
 		s := 1 + rng.IntN(8)
 		r := 1 + rng.IntN(3)
-		var nodes []PlaceNode
-		for j := range n {
-			nodes = append(nodes, PlaceNode{ID: fmt.Sprintf("n%d", j+1)})
-		}
-		m, err := Place(nodes, s, r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := mustPlace(t, n, s, r)
 		extra := []string{fmt.Sprintf("n%d", n+1)}
 		if i%2 == 0 {
 			extra = append(extra, fmt.Sprintf("n%d", n+2))
@@ -110,4 +103,30 @@ func TestPlanReplicaMoves(t *testing.T) {
 			t.Errorf("case %d: a second plan %v", i, again)
 		}
 	}
+}
+
+// TestReplicaCounts: members counted once per shard, a recorded node with
+// no replica as 0, the plans' starting counts.
+func TestReplicaCounts(t *testing.T) {
+	m, err := DecodeShardMap("epoch 3\nshard 0:0-8191:n1,n2,n3\nshard 1:8192-16383:n2,n3,n5\nnode n4 h:1 h:2\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(m.ReplicaCounts()), "map[n1:1 n2:2 n3:2 n4:0 n5:1]"; got != want {
+		t.Errorf("ReplicaCounts() = %s, want %s", got, want)
+	}
+}
+
+// mustPlace is Place's map of s shards of r replicas over nodes n1 to n<n>.
+func mustPlace(t *testing.T, n, s, r int) *ShardMap {
+	t.Helper()
+	var nodes []PlaceNode
+	for j := range n {
+		nodes = append(nodes, PlaceNode{ID: fmt.Sprintf("n%d", j+1)})
+	}
+	m, err := Place(nodes, s, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -20,14 +20,10 @@ import (
 // shard 0; the map records both changes; the shard keeps taking writes
 // with its new members; and what breaks placement is refused.
 func TestMoveReplica(t *testing.T) {
-	hosts := servedHosts(t, "0:0-8191:n1,n2,n3 1:8192-16383:n2,n3,n4", 4)
+	hosts, k1 := replicaHosts(t)
 	n1, n2, n4 := hosts[0], hosts[1], hosts[3]
 	ctx := context.Background()
-	k1 := keyIn(t, "k", 8192, 16383)
 	shard1, _ := n4.Node(1)
-	if r := writeRetry(t, shard1, "sadd", k1, "before"); r != ":1\r\n" {
-		t.Fatalf("SADD in shard 1 = %q", r)
-	}
 
 	for _, tc := range []struct {
 		args []string
@@ -127,6 +123,21 @@ func adminRetry(t *testing.T, h *Host, a ...string) string {
 		return !strings.HasPrefix(r, "-TRYAGAIN")
 	})
 	return r
+}
+
+// replicaHosts serves the four hosts of the replica move and removal tests
+// (shard 1 on n2, n3, n4: n1 can take a replica of it) and writes one
+// member to k1, a key of shard 1, so that a replica that joins has data
+// to catch up with.
+func replicaHosts(t *testing.T) ([]*Host, string) {
+	t.Helper()
+	hosts := servedHosts(t, "0:0-8191:n1,n2,n3 1:8192-16383:n2,n3,n4", 4)
+	k1 := keyIn(t, "k", 8192, 16383)
+	shard1, _ := hosts[3].Node(1)
+	if r := writeRetry(t, shard1, "sadd", k1, "before"); r != ":1\r\n" {
+		t.Fatalf("SADD in shard 1 = %q", r)
+	}
+	return hosts, k1
 }
 
 // writeRetry runs an idempotent write on n, again while it answers

@@ -195,6 +195,22 @@ func (m *ShardMap) Hosts(node string) []uint32 {
 	return out
 }
 
+// ReplicaCounts is the number of replicas each node holds, by node id:
+// every member of a shard, and every node record (0 for a node added with
+// none), the nodes whose counts the replica plans even out.
+func (m *ShardMap) ReplicaCounts() map[string]int {
+	count := map[string]int{}
+	for n := range m.Nodes {
+		count[n] = 0
+	}
+	for _, sh := range m.Shards {
+		for _, n := range sh.Members {
+			count[n]++
+		}
+	}
+	return count
+}
+
 // Encode writes the map as the metadata group stores it: the shard-map
 // directive's syntax (every member with its address where known), then the
 // epoch and the move in progress, one field a line.

@@ -7,12 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"raftset/cluster"
 	"raftset/internal/testutil"
@@ -26,7 +22,8 @@ import (
 // --replicas` moves a replica onto it (shard 1's, from n1, which leads
 // it) while go-redis's ClusterClient adds members, which must see no
 // error. Afterwards n4 is a voter of the shard it took (RAFT.INFO on its
-// members), every acknowledged member is present and nothing else, every
+// members), every acknowledged member is present and nothing else, each
+// process's DBSIZE counts the keys of the shards it holds once, every
 // process's CLUSTER NODES lists the 4 nodes; given shard 0 too, n4 keeps
 // shard 1 as its home, also once restarted, when it resumes both
 // replicas; and redis-cli --cluster check is OK.
@@ -38,16 +35,8 @@ func TestShardedAddNode(t *testing.T) {
 	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
 	// n1 leads shard 1, whose replica the rebalance moves from n1 to n4:
 	// the move removes the shard's leader, every run.
+	leadShard(t, nodes[0], 1)
 	c1 := dial(t, nodes[0].addr)
-	testutil.WaitFor(t, 30*time.Second, "shard 1's leadership to reach n1", func() bool {
-		if strings.Contains(do(t, c1, "RAFT.SHARD", "1", "RAFT.INFO"), "leader_id:n1\r\n") {
-			return true
-		}
-		if r := do(t, c1, "RAFT.SHARD", "1", "RAFT.TRANSFER", "n1"); r != "+OK\r\n" {
-			t.Logf("RAFT.SHARD 1 RAFT.TRANSFER n1 = %q (retrying)", r)
-		}
-		return false
-	})
 	agreedMasters(t, nodes, "n1 to master shard 1 on every node", func(m map[string]string) bool { return len(m) == 2 && m["8192-16383"] == "n1" })
 
 	// n4: the first three's directives, its own id and ports.
@@ -94,13 +83,9 @@ func TestShardedAddNode(t *testing.T) {
 
 	// rebalance plans from the map of the node it asks, which learns a
 	// change within a map refresh: every process does.
-	for _, cp := range append(slices.Clone(nodes), n4) {
-		c := dial(t, cp.addr)
-		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the map with n4's record", func() bool {
-			m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
-			return err == nil && m.Nodes["n4"] == cluster.NodeRecord{Client: n4.addr, Raft: raftAddr}
-		})
-	}
+	waitMaps(t, append(slices.Clone(nodes), n4), "with n4's record", func(m *cluster.ShardMap) bool {
+		return m.Nodes["n4"] == cluster.NodeRecord{Client: n4.addr, Raft: raftAddr}
+	})
 	// Every process lists n4 as Redis lists a node just added, a master of
 	// no slot, and redis-cli --cluster check agrees.
 	n4Line := cluster.ClusterNodeID("n4") + " " + n4.addr + "@" + strings.Split(raftAddr, ":")[1] + " "
@@ -115,46 +100,19 @@ func TestShardedAddNode(t *testing.T) {
 	for _, cp := range append(slices.Clone(nodes), n4) {
 		t.Logf("%s: %s", cp.id, cp.addr)
 	}
-	addrs := []string{n4.addr}
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 10*time.Second, append([]*clusterProc{n4}, nodes...)...)
 	// Writers: each adds its own members to a few keys; a member whose
 	// SADD failed (an unknown outcome) may or may not be there. The client
 	// must surface no error: the move hands shard 1's leadership over
 	// before n1 leaves (without that, go-redis gave up on MOVED loops).
-	const nkeys = 50
-	var (
-		mu      sync.Mutex
-		acked   = map[string][]string{}
-		unknown = map[string][]string{}
-		stop    atomic.Bool
-		wg      sync.WaitGroup
-	)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				k, m := fmt.Sprintf("an:%d", (i*4+w)%nkeys), fmt.Sprintf("w%d-%d", w, i)
-				err := rdb.SAdd(ctx, k, m).Err()
-				mu.Lock()
-				if err == nil {
-					acked[k] = append(acked[k], m)
-				} else {
-					if len(unknown) < 3 {
-						t.Errorf("SADD %s %s: %v", k, m, err)
-					}
-					unknown[k] = append(unknown[k], m)
-				}
-				mu.Unlock()
-			}
-		}()
+	var keys []string
+	for i := range 50 {
+		keys = append(keys, fmt.Sprintf("an:%d", i))
 	}
+	cw := &clusterWriters{keys: keys}
+	cw.start(ctx, rdb, 4)
+	cw.waitWrites(t, 100)
 
 	out.Reset()
 	errOut.Reset()
@@ -169,63 +127,17 @@ func TestShardedAddNode(t *testing.T) {
 		t.Fatalf("rebalance --replicas: exit %d, %q %s", code, out.String(), errOut.String())
 	}
 	all := append(slices.Clone(nodes), n4)
-	byID := func(id string) *clusterProc {
-		return all[slices.IndexFunc(all, func(p *clusterProc) bool { return p.id == id })]
-	}
-	var m *cluster.ShardMap
-	for _, cp := range all {
-		c := dial(t, cp.addr)
-		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the map with shard 1 on n2, n3, n4", func() bool {
-			var err error
-			m, err = cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
-			if err != nil {
-				return false
-			}
-			sh, _ := m.Shard(1)
-			return slices.Equal(slices.Sorted(slices.Values(sh.Members)), []string{"n2", "n3", "n4"})
-		})
-	}
-	for _, sh := range m.Shards {
-		for _, mem := range sh.Members {
-			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s to be a voter of shard %d", mem, sh.ID), func() bool {
-				info := do(t, dial(t, byID(mem).addr), "RAFT.SHARD", fmt.Sprint(sh.ID), "RAFT.INFO")
-				return strings.Contains(info, "id="+mem+",suffrage=voter") && strings.Count(info, "suffrage=voter") == 3 &&
-					!strings.Contains(info, "suffrage=nonvoter")
-			})
-		}
-	}
-	stop.Store(true)
-	wg.Wait()
-	for i := range nkeys {
-		k := fmt.Sprintf("an:%d", i)
-		got, err := rdb.SMembers(ctx, k).Result()
-		if err != nil {
-			t.Fatalf("SMEMBERS %s: %v", k, err)
-		}
-		for _, a := range acked[k] {
-			if !slices.Contains(got, a) {
-				t.Errorf("%s: acknowledged member %s lost", k, a)
-			}
-		}
-		for _, g := range got {
-			if !slices.Contains(acked[k], g) && !slices.Contains(unknown[k], g) {
-				t.Errorf("%s: member %s was never written", k, g)
-			}
-		}
-	}
-	total := 0
-	for _, a := range acked {
-		total += len(a)
-	}
-	if total == 0 {
-		t.Error("no SADD was acknowledged during the rebalance")
-	}
-	t.Logf("%d SADDs acknowledged, %d with an unknown outcome", total, func() (n int) {
-		for _, u := range unknown {
-			n += len(u)
-		}
-		return n
-	}())
+	m := waitMaps(t, all, "with shard 1 on n2, n3, n4", func(m *cluster.ShardMap) bool {
+		sh, _ := m.Shard(1)
+		return slices.Equal(slices.Sorted(slices.Values(sh.Members)), []string{"n2", "n3", "n4"})
+	})
+	waitVoters(t, m, all)
+	// Writes go on after the move; then each process stores the keys of
+	// the shards it holds now once (n1 shard 0's, n4 shard 1's).
+	cw.waitWrites(t, 100)
+	cw.stopAndCheck(t, ctx, rdb, all)
+	cw.checkNoErrors(t, "the rebalance")
+	t.Logf("%d SADDs acknowledged, %d with an unknown outcome", cw.count.Load(), cw.maybeCount())
 	for _, cp := range all {
 		c := dial(t, cp.addr)
 		var lines []string

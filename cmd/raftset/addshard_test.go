@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"raftset/cluster"
 	"raftset/internal/testutil"
 )
@@ -30,14 +28,8 @@ func TestShardedAddShard(t *testing.T) {
 	}
 	nodes := startCreated(t, 3, 2, 3)
 	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
-	var addrs []string
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 10*time.Second, nodes...)
 	sadd := func(k, m string) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)

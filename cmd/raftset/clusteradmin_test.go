@@ -225,29 +225,35 @@ func TestShardedBalanceLeaders(t *testing.T) {
 	}
 }
 
-// leadAllOnN1 moves every one of shards shards' leadership to n1 (RAFT.SHARD
-// id RAFT.TRANSFER n1, at most one a second: a transfer takes a moment to
-// show) and waits until every node's CLUSTER SLOTS names n1 master of
-// every range.
+// leadShard moves shard id's leadership to cp, asking cp (RAFT.SHARD id
+// RAFT.TRANSFER) at most once a second, as a transfer takes a moment to
+// show, until its RAFT.INFO of the shard names cp the leader.
+func leadShard(t *testing.T, cp *clusterProc, id int) {
+	t.Helper()
+	c := dial(t, cp.addr)
+	var sent time.Time
+	testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("shard %d's leadership to reach %s", id, cp.id), func() bool {
+		if strings.Contains(do(t, c, "RAFT.SHARD", fmt.Sprint(id), "RAFT.INFO"), "leader_id:"+cp.id+"\r\n") {
+			return true
+		}
+		if time.Since(sent) < time.Second {
+			return false
+		}
+		sent = time.Now()
+		if r := do(t, c, "RAFT.SHARD", fmt.Sprint(id), "RAFT.TRANSFER", cp.id); r != "+OK\r\n" {
+			t.Logf("RAFT.SHARD %d RAFT.TRANSFER %s = %q (retrying)", id, cp.id, r)
+		}
+		return false
+	})
+}
+
+// leadAllOnN1 moves every one of shards shards' leadership to n1
+// (leadShard) and waits until every node's CLUSTER SLOTS names n1 master
+// of every range.
 func leadAllOnN1(t *testing.T, nodes []*clusterProc, shards int) {
 	t.Helper()
-	n1 := dial(t, nodes[0].addr)
 	for id := range shards {
-		var sent time.Time
-		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("shard %d's leadership to reach n1", id), func() bool {
-			info := do(t, n1, "RAFT.SHARD", fmt.Sprint(id), "RAFT.INFO")
-			if strings.Contains(info, "leader_id:n1\r\n") {
-				return true
-			}
-			if time.Since(sent) < time.Second {
-				return false
-			}
-			sent = time.Now()
-			if r := do(t, n1, "RAFT.SHARD", fmt.Sprint(id), "RAFT.TRANSFER", "n1"); r != "+OK\r\n" {
-				t.Logf("RAFT.SHARD %d RAFT.TRANSFER n1 = %q (retrying)", id, r)
-			}
-			return false
-		})
+		leadShard(t, nodes[0], id)
 	}
 	agreedMasters(t, nodes, "n1 to master every shard on every node", func(m map[string]string) bool {
 		if len(m) != shards {
@@ -396,10 +402,6 @@ func TestShardedRebalanceSlots(t *testing.T) {
 		t.Skip("multi-process cluster test")
 	}
 	nodes := startCluster(t, 3, "--cluster-enabled", "yes", "--shard-map", "0:0-12287:n1,n2,n3 1:12288-16383:n1,n2,n3")
-	var addrs []string
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
 
 	var dry, dryErr strings.Builder
@@ -409,9 +411,7 @@ func TestShardedRebalanceSlots(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 5*time.Second, nodes...)
 	var keys []string
 	for i := range 64 {
 		keys = append(keys, fmt.Sprintf("rb:%d", i))
@@ -425,22 +425,10 @@ func TestShardedRebalanceSlots(t *testing.T) {
 		t.Fatalf("rebalance: exit %d, %q %s", code, out.String(), errOut.String())
 	}
 	cw.waitWrites(t, 200)
-	for _, cp := range nodes {
-		testutil.WaitFor(t, 10*time.Second, cp.id+" to route by the even map", func() bool {
-			r, err := testutil.DialRESP(cp.addr, 2*time.Second)
-			if err != nil {
-				return false
-			}
-			defer r.Close()
-			raw, err := r.Do("RAFT.SHARD", "MAP")
-			if err != nil {
-				return false
-			}
-			m, err := cluster.DecodeShardMap(testutil.ParseReply(raw).Str)
-			return err == nil && m.Move == nil && cluster.SlotCount(m.Shards[0]) == 8192 &&
-				cluster.SlotCount(m.Shards[1]) == 8192 && m.ShardOf(8191) == 0 && m.ShardOf(8192) == 1
-		})
-	}
+	waitMaps(t, nodes, "evened out", func(m *cluster.ShardMap) bool {
+		return m.Move == nil && cluster.SlotCount(m.Shards[0]) == 8192 &&
+			cluster.SlotCount(m.Shards[1]) == 8192 && m.ShardOf(8191) == 0 && m.ShardOf(8192) == 1
+	})
 	// Every key is stored once: DBSIZE on a process, which holds both
 	// shards, counts the written keys and no copy left in shard 0.
 	cw.stopAndCheck(t, ctx, rdb, nodes)

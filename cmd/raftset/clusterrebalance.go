@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -214,25 +215,12 @@ func waitReplicaMoved(ac *adminConn, p cluster.ReplicaMovePlan) error {
 // replicaCounts is "node=count ..." for m after plan, by node id: every
 // member, and every node record (a node added with none).
 func replicaCounts(m *cluster.ShardMap, plan []cluster.ReplicaMovePlan) string {
-	count := map[string]int{}
-	var nodes []string
-	for n := range m.Nodes {
-		nodes = append(nodes, n)
-		count[n] = 0
-	}
-	for _, sh := range m.Shards {
-		for _, n := range sh.Members {
-			if _, ok := count[n]; !ok {
-				nodes = append(nodes, n)
-			}
-			count[n]++
-		}
-	}
+	count := m.ReplicaCounts()
+	nodes := slices.Sorted(maps.Keys(count)) // before the plan: a node it names that m does not is not listed
 	for _, p := range plan {
 		count[p.From]--
 		count[p.To]++
 	}
-	slices.Sort(nodes)
 	parts := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		parts = append(parts, fmt.Sprintf("%s=%d", n, count[n]))

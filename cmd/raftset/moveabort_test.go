@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"raftset/internal/testutil"
 )
 
@@ -31,10 +29,6 @@ func TestShardedAbortMove(t *testing.T) {
 	}
 	nodes := startCluster(t, 3, "--cluster-enabled", "yes", "--shard-map", "0:0-8191:n1,n2,n3 1:8192-16383:n1,n2,n3",
 		"--enable-debug-flags", "yes", "--debug-move-fault", "flip")
-	var addrs []string
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	lc := dial(t, nodes[0].addr)
 	const first, last = 0, 99
 	var keys []string
@@ -53,9 +47,7 @@ func TestShardedAbortMove(t *testing.T) {
 	ctx := context.Background()
 	// Redirects and TRYAGAIN retries share MaxRedirects, with backoffs
 	// of 8 ms doubling to 512 ms: 16 tries wait about 6 s in all.
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 5*time.Second, nodes...)
 	cw := &clusterWriters{keys: keys, counted: func(k string) bool { return inRange[k] }}
 	cw.start(ctx, rdb, 7)
 	cli := func(args ...string) (string, error) {
@@ -87,7 +79,5 @@ func TestShardedAbortMove(t *testing.T) {
 	}
 	cw.waitWrites(t, 100)
 	cw.stopAndCheck(t, ctx, rdb, nodes)
-	if len(cw.errs) > 0 {
-		t.Errorf("the cluster client surfaced errors: %v", cw.errs)
-	}
+	cw.checkNoErrors(t, "the aborted move")
 }

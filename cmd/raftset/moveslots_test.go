@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"raftset/internal/testutil"
 )
 
@@ -30,10 +28,6 @@ func TestShardedMoveSlots(t *testing.T) {
 		t.Skip("multi-process cluster test")
 	}
 	nodes := startCluster(t, 3, "--cluster-enabled", "yes", "--shard-map", "0:0-8191:n1,n2,n3 1:8192-16383:n1,n2,n3")
-	var addrs []string
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	lc := dial(t, nodes[0].addr)
 	const first, last = 0, 299
 	var keys []string
@@ -87,9 +81,7 @@ func TestShardedMoveSlots(t *testing.T) {
 	ctx := context.Background()
 	// Redirects and TRYAGAIN retries share MaxRedirects, with backoffs
 	// of 8 ms doubling to 512 ms: 16 tries wait about 6 s in all.
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 5*time.Second, nodes...)
 	// No retry here: the client's own (MaxRedirects) must ride through the
 	// move's -TRYAGAIN and -MOVED.
 	cw := &clusterWriters{keys: keys}
@@ -135,9 +127,7 @@ func TestShardedMoveSlots(t *testing.T) {
 	cw.stopAndCheck(t, ctx, rdb, nodes)
 	clusterCheck(t, nodes[0].addr)
 	t.Logf("%d members acknowledged across the move", cw.count.Load())
-	if len(cw.errs) > 0 {
-		t.Errorf("the cluster client surfaced errors during the move: %v", cw.errs)
-	}
+	cw.checkNoErrors(t, "the move")
 }
 
 // TestClusterCommandArgs: raftset cluster refuses what it cannot send.

@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"raftset/cluster"
 	"raftset/internal/testutil"
@@ -25,7 +21,7 @@ import (
 // (n4's home, last; its leadership handed over first) to n3, then the map
 // drops n4. Afterwards every acknowledged member is present and nothing
 // else, every key is stored once (DBSIZE on each process, which now holds
-// every shard, is the number of keys), every shard has 3 voters on n1-n3
+// every shard, is the number of keys; on n4, 0), every shard has 3 voters on n1-n3
 // in its Raft configuration, n4 holds no replica, no process's CLUSTER
 // NODES lists it, a repeat changes nothing, and with n4 stopped
 // redis-cli --cluster check is OK. Started again, n4 closes the replicas
@@ -38,16 +34,8 @@ func TestShardedRemoveNode(t *testing.T) {
 	nodes := startCreated(t, 4, 3, 3)
 	n4 := nodes[3]
 	agreedMasters(t, nodes, "three shards to have a master on every node", func(m map[string]string) bool { return len(m) == 3 })
+	leadShard(t, n4, 1)
 	c4 := dial(t, n4.addr)
-	testutil.WaitFor(t, 30*time.Second, "shard 1's leadership to reach n4", func() bool {
-		if strings.Contains(do(t, c4, "RAFT.SHARD", "1", "RAFT.INFO"), "leader_id:n4\r\n") {
-			return true
-		}
-		if r := do(t, c4, "RAFT.SHARD", "1", "RAFT.TRANSFER", "n4"); r != "+OK\r\n" {
-			t.Logf("RAFT.SHARD 1 RAFT.TRANSFER n4 = %q (retrying)", r)
-		}
-		return false
-	})
 	agreedMasters(t, nodes, "n4 to master shard 1 on every node", func(m map[string]string) bool { return len(m) == 3 && m["5461-10922"] == "n4" })
 
 	c1 := dial(t, nodes[0].addr)
@@ -69,44 +57,17 @@ func TestShardedRemoveNode(t *testing.T) {
 		t.Errorf("the refused remove-node n1 changed the map: epoch %d, was %d", e, before)
 	}
 
-	addrs := []string{}
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 10*time.Second, nodes...)
 	// Writers: each adds its own members to a few keys; the client must
 	// surface no error while replicas move and n4 leaves.
-	const nkeys = 50
-	var (
-		mu      sync.Mutex
-		acked   = map[string][]string{}
-		unknown = map[string][]string{}
-		stop    atomic.Bool
-		wg      sync.WaitGroup
-	)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				k, m := fmt.Sprintf("rn:%d", (i*4+w)%nkeys), fmt.Sprintf("w%d-%d", w, i)
-				err := rdb.SAdd(ctx, k, m).Err()
-				mu.Lock()
-				if err == nil {
-					acked[k] = append(acked[k], m)
-				} else {
-					if len(unknown) < 3 {
-						t.Errorf("SADD %s %s: %v", k, m, err)
-					}
-					unknown[k] = append(unknown[k], m)
-				}
-				mu.Unlock()
-			}
-		}()
+	var keys []string
+	for i := range 50 {
+		keys = append(keys, fmt.Sprintf("rn:%d", i))
 	}
+	cw := &clusterWriters{keys: keys}
+	cw.start(ctx, rdb, 4)
+	cw.waitWrites(t, 100)
 
 	out.Reset()
 	errOut.Reset()
@@ -124,78 +85,21 @@ func TestShardedRemoveNode(t *testing.T) {
 	}
 	t.Logf("remove-node n4 took %s", time.Since(began).Round(time.Millisecond))
 	rest := nodes[:3]
-	byID := func(id string) *clusterProc {
-		return rest[slices.IndexFunc(rest, func(p *clusterProc) bool { return p.id == id })]
-	}
-	var m *cluster.ShardMap
-	for _, cp := range nodes {
-		c := dial(t, cp.addr)
-		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the map without n4", func() bool {
-			var err error
-			m, err = cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
-			return err == nil && slices.Equal(m.Removed, []string{"n4"})
-		})
-	}
+	m := waitMaps(t, nodes, "without n4", func(m *cluster.ShardMap) bool { return slices.Equal(m.Removed, []string{"n4"}) })
 	for _, sh := range m.Shards {
 		if got := slices.Sorted(slices.Values(sh.Members)); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
 			t.Errorf("shard %d has members %v, want n1, n2, n3", sh.ID, sh.Members)
 		}
-		for _, mem := range sh.Members {
-			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s to be a voter of shard %d", mem, sh.ID), func() bool {
-				info := do(t, dial(t, byID(mem).addr), "RAFT.SHARD", fmt.Sprint(sh.ID), "RAFT.INFO")
-				return strings.Contains(info, "id="+mem+",suffrage=voter") && strings.Count(info, "suffrage=voter") == 3 &&
-					!strings.Contains(info, "suffrage=nonvoter") && !strings.Contains(info, "id=n4,")
-			})
-		}
 	}
-	stop.Store(true)
-	wg.Wait()
-	total := 0
-	for i := range nkeys {
-		k := fmt.Sprintf("rn:%d", i)
-		got, err := rdb.SMembers(ctx, k).Result()
-		if err != nil {
-			t.Fatalf("SMEMBERS %s: %v", k, err)
-		}
-		for _, a := range acked[k] {
-			if !slices.Contains(got, a) {
-				t.Errorf("%s: acknowledged member %s lost", k, a)
-			}
-		}
-		for _, g := range got {
-			if !slices.Contains(acked[k], g) && !slices.Contains(unknown[k], g) {
-				t.Errorf("%s: member %s was never written", k, g)
-			}
-		}
-		total += len(acked[k])
+	waitVoters(t, m, rest) // n4 in no shard's configuration
+	// Writes go on after the removal; then each of n1-n3, which holds
+	// every shard now, stores every key once, and n4 none.
+	cw.waitWrites(t, 100)
+	if stored := cw.stopAndCheck(t, ctx, rdb, nodes); stored != len(keys) {
+		t.Errorf("%d keys stored, want all %d", stored, len(keys))
 	}
-	if total == 0 {
-		t.Error("no SADD was acknowledged during the removal")
-	}
-	t.Logf("%d SADDs acknowledged, %d with an unknown outcome", total, func() (n int) {
-		for _, u := range unknown {
-			n += len(u)
-		}
-		return n
-	}())
-	// Each process holds every shard now: its DBSIZE counts every key
-	// once if no key is stored in two shards (the writers' keys, and the
-	// key waitWritable set where a process answered it without -MOVED).
-	ready, err := rdb.Exists(ctx, "__raftset_ready").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cp := range rest {
-		c := dial(t, cp.addr)
-		dbsize := ""
-		testutil.WaitFor(t, 30*time.Second, "DBSIZE on "+cp.id, func() bool {
-			dbsize = do(t, c, "DBSIZE")
-			return !strings.HasPrefix(dbsize, "-TRYAGAIN")
-		})
-		if want := fmt.Sprintf(":%d\r\n", nkeys+int(ready)); dbsize != want {
-			t.Errorf("DBSIZE on %s = %q, want %q", cp.id, dbsize, want)
-		}
-	}
+	cw.checkNoErrors(t, "the removal")
+	t.Logf("%d SADDs acknowledged, %d with an unknown outcome", cw.count.Load(), cw.maybeCount())
 	for _, cp := range rest {
 		c := dial(t, cp.addr)
 		var s string

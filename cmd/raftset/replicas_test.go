@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"raftset/cluster"
 	"raftset/internal/testutil"
@@ -23,10 +19,11 @@ import (
 // REMOVEREPLICA) while go-redis's ClusterClient keeps adding members.
 // Afterwards every node holds 3 replicas, every shard has 3 members on 3
 // different processes (voters in its Raft configuration), every
-// acknowledged member is present and nothing else, a second run moves
-// nothing, the moved shard elects another of
-// its new members after kill -9 of its leader, and redis-cli --cluster
-// check is OK (with the killed process restarted).
+// acknowledged member is present and nothing else, each process's DBSIZE
+// counts the keys of the shards it holds once, a second run moves
+// nothing, the moved shard elects another of its new members after kill -9
+// of its leader, and redis-cli --cluster check is OK (with the killed
+// process restarted).
 func TestShardedRebalanceReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test")
@@ -37,42 +34,18 @@ func TestShardedRebalanceReplicas(t *testing.T) {
 	if code := run([]string{"cluster", "add-shard", "--addr", nodes[0].addr, "--timeout", "2m", "n1", "n2", "n3"}, &out, &errOut); code != 0 {
 		t.Fatalf("add-shard: exit %d, %q %s", code, out.String(), errOut.String())
 	}
-	var addrs []string
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 10*time.Second, nodes...)
 
 	// Writers: each adds its own members to a few keys; a member whose
 	// SADD failed (an unknown outcome) may or may not be there.
-	const nkeys = 50
-	var (
-		mu      sync.Mutex
-		acked   = map[string][]string{}
-		unknown = map[string][]string{}
-		stop    atomic.Bool
-		wg      sync.WaitGroup
-	)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				k, m := fmt.Sprintf("rr:%d", (i*4+w)%nkeys), fmt.Sprintf("w%d-%d", w, i)
-				err := rdb.SAdd(ctx, k, m).Err()
-				mu.Lock()
-				if err == nil {
-					acked[k] = append(acked[k], m)
-				} else {
-					unknown[k] = append(unknown[k], m)
-				}
-				mu.Unlock()
-			}
-		}()
+	var keys []string
+	for i := range 50 {
+		keys = append(keys, fmt.Sprintf("rr:%d", i))
 	}
+	cw := &clusterWriters{keys: keys}
+	cw.start(ctx, rdb, 4)
+	cw.waitWrites(t, 100)
 
 	out.Reset()
 	errOut.Reset()
@@ -87,51 +60,18 @@ func TestShardedRebalanceReplicas(t *testing.T) {
 		strings.ReplaceAll(out.String(), "moved", "move") != dry {
 		t.Fatalf("rebalance --replicas: exit %d, %q %s; the dry run said %q", code, out.String(), errOut.String(), dry)
 	}
-	for _, cp := range nodes {
-		c := dial(t, cp.addr)
-		testutil.WaitFor(t, 30*time.Second, cp.id+" to route by the rebalanced map", func() bool {
-			m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
-			return err == nil && onlyLeaderOrSlotRules(cluster.CheckPlacement(m, 3))
-		})
-	}
-	c := dial(t, nodes[0].addr)
-	m, err := cluster.DecodeShardMap(testutil.ParseReply(do(t, c, "RAFT.SHARD", "MAP")).Str)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := waitMaps(t, nodes, "rebalanced", func(m *cluster.ShardMap) bool { return onlyLeaderOrSlotRules(cluster.CheckPlacement(m, 3)) })
 	for _, sh := range m.Shards {
 		if len(sh.Members) != 3 {
 			t.Errorf("shard %d has members %v, want 3", sh.ID, sh.Members)
 		}
-		for _, mem := range sh.Members {
-			cp := nodes[slices.IndexFunc(nodes, func(p *clusterProc) bool { return p.id == mem })]
-			info := ""
-			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s to be a voter of shard %d", mem, sh.ID), func() bool {
-				info = do(t, dial(t, cp.addr), "RAFT.SHARD", fmt.Sprint(sh.ID), "RAFT.INFO")
-				return strings.Contains(info, "id="+mem+",suffrage=voter") && strings.Count(info, "suffrage=voter") == 3 &&
-					!strings.Contains(info, "suffrage=nonvoter")
-			})
-		}
 	}
-	stop.Store(true)
-	wg.Wait()
-	for i := range nkeys {
-		k := fmt.Sprintf("rr:%d", i)
-		got, err := rdb.SMembers(ctx, k).Result()
-		if err != nil {
-			t.Fatalf("SMEMBERS %s: %v", k, err)
-		}
-		for _, a := range acked[k] {
-			if !slices.Contains(got, a) {
-				t.Errorf("%s: acknowledged member %s lost", k, a)
-			}
-		}
-		for _, g := range got {
-			if !slices.Contains(acked[k], g) && !slices.Contains(unknown[k], g) {
-				t.Errorf("%s: member %s was never written", k, g)
-			}
-		}
-	}
+	waitVoters(t, m, nodes)
+	// Writes go on after the moves; then each process stores the keys of
+	// the shards it holds once (4 processes, 4 shards of 3 replicas).
+	cw.waitWrites(t, 100)
+	cw.stopAndCheck(t, ctx, rdb, nodes)
+	t.Logf("%d SADDs acknowledged, %d with an unknown outcome (errors: %v)", cw.count.Load(), cw.maybeCount(), cw.errs)
 	out.Reset()
 	if code := run([]string{"cluster", "rebalance", "--replicas", "--addr", nodes[3].addr}, &out, &errOut); code != 0 ||
 		out.String() != "replicas per node: n1=3 n2=3 n3=3 n4=3\n" {
