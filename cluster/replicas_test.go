@@ -48,9 +48,12 @@ func TestMoveReplica(t *testing.T) {
 	}
 	testutil.WaitFor(t, 10*time.Second, "n1 to run a replica of shard 1", func() bool { _, ok := n1.Node(1); return ok })
 	rep, _ := n1.Node(1)
-	if s, ok := rep.selfServer(); !ok || s.Suffrage.String() != "Voter" {
-		t.Errorf("n1 in shard 1's configuration: %v, %v, want a voter", s, ok)
-	}
+	// ADDREPLICA answered once the leader's configuration made n1 a voter;
+	// n1's own copy of it follows when the entry reaches n1.
+	testutil.WaitFor(t, 10*time.Second, "n1 to be a voter in its copy of shard 1's configuration", func() bool {
+		s, ok := rep.selfServer()
+		return ok && s.Suffrage.String() == "Voter"
+	})
 	testutil.WaitFor(t, 10*time.Second, "n1's replica to hold the key written before it joined", func() bool {
 		return string(rep.ReadBatch(ctx, [][][]byte{args("smembers", k1)}, true)[0]) == "*1\r\n$6\r\nbefore\r\n"
 	})
