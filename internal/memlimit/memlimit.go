@@ -40,6 +40,12 @@ const window = 4
 // pace meanwhile, not back to back.
 const minHeadroom = 0.25
 
+// minLimit is the lowest limit set: below it a limit saves nothing worth
+// a collection, and a starting node whose live heap is a few MB would
+// collect back to back (200 collections in its first 3 s, before a write,
+// when the limit followed heaps of 1-2 MB).
+const minLimit = 64 << 20
+
 // Sample is what one collection left: the live heap it marked and the
 // memory in use around the objects (fragmentation inside spans, stacks,
 // the runtime's metadata).
@@ -51,7 +57,7 @@ type Sample struct {
 // Limit is the soft limit after the collections in recent (oldest first,
 // at least one): the smallest live heap among them with gc-percent's
 // headroom, plus the largest overhead among them; at least the newest live
-// heap with minHeadroom of that headroom.
+// heap with minHeadroom of that headroom, and at least minLimit.
 func Limit(recent []Sample, percent int) int64 {
 	if len(recent) == 0 || percent < 0 {
 		return math.MaxInt64
@@ -65,7 +71,7 @@ func Limit(recent []Sample, percent int) int64 {
 	head := float64(percent) / 100
 	l := float64(minLive)*(1+head) + float64(over)
 	floor := float64(live)*(1+head*minHeadroom) + float64(over)
-	l = max(l, floor)
+	l = max(l, floor, minLimit)
 	if l >= math.MaxInt64 {
 		return math.MaxInt64
 	}

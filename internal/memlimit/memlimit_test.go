@@ -26,6 +26,7 @@ func TestLimit(t *testing.T) {
 		// quarter of the headroom over what is live now.
 		{"the floor over a large jump", []Sample{{100 * mib, 0}, {160 * mib, 0}}, 40, 160*mib + 16*mib},
 		{"gc-percent 100", []Sample{{64 * mib, 1 * mib}}, 100, 129 * mib},
+		{"a small heap: the lowest limit", []Sample{{8 * mib, 2 * mib}}, 50, 64 * mib},
 		{"no collection yet", nil, 50, math.MaxInt64},
 		{"GOGC=off", []Sample{{64 * mib, 0}}, -1, math.MaxInt64},
 	} {
