@@ -15,10 +15,14 @@
 #   RUNS=3 MEM_N=10000000 SETTINGS="default gogc=100 gogc=50" bench/gc.sh
 #   REDIS_AOF=no RUNS=3 SETTINGS="gogc=100 gogc=50 gogc=30" bench/gc.sh
 #   RAFTSET_BIN=/tmp/old SETTINGS=gogc=100 bench/gc.sh    # another build
+#   RUNS=3 SETTINGS="/tmp/before /tmp/after" bench/gc.sh   # two builds, A/B
 #
 # A setting is `default` (the binary's own policy), `gogc=N` (the GOGC
 # environment variable, which takes precedence over the node's own choice)
-# or `--directive=value` (passed on the command line).
+# or `--directive=value` (passed on the command line), or an absolute path:
+# that build of raftset with its defaults (several builds against the same
+# round's Redis). The settings' order is reversed every other round, so
+# that two settings alternate A B, B A, ...
 # Output: one line per load on stderr while it runs, then a table; OUT gets
 # the per-load lines (tab-separated).
 set -euo pipefail
@@ -68,17 +72,20 @@ for run in $(seq 1 "$RUNS"); do
   rpeak=$(field "$rpid" VmHWM); rrest=$(field "$rpid" VmRSS)
   stop_last; rm -rf "$work/redis"
   echo "run $run redis: peak $rpeak rest $rrest cpu/M $rcpu rate $rrate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-  for s in $SETTINGS; do
+  order=$SETTINGS
+  [ $((run % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$SETTINGS" | tac | tr '\n' ' ')
+  for s in $order; do
     port=$(free_port)
-    args=(); envs=()
+    args=(); envs=(); bin=$work/raftset
     case "$s" in
+      /*) bin=$s ;;
       default) ;;
       gogc=*) envs=("GOGC=${s#gogc=}") ;;
       --*) args=("${s%%=*}" "${s#*=}") ;;
       *) echo "unknown setting $s" >&2; exit 2 ;;
     esac
     mkdir -p "$work/data"
-    env "${envs[@]}" "$work/raftset" --port "$port" --raft-addr "127.0.0.1:$(free_port)" --dir "$work/data" \
+    env "${envs[@]}" "$bin" --port "$port" --raft-addr "127.0.0.1:$(free_port)" --dir "$work/data" \
       --loglevel warn "${args[@]}" >"$work/data.log" 2>&1 &
     pids+=($!); spid=$!
     wait_ready "$port"

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"raftset/fsm"
 	"raftset/internal/command"
+	"raftset/internal/memlimit"
 )
 
 // Eviction (docs/cache.md, invariants §8). Only the leader evicts, and only
@@ -207,5 +207,5 @@ func (n *Node) setMemoryLimit(maxmemory int64) {
 	if maxmemory > 0 {
 		limit = maxmemory + maxmemory/2 + 64<<20
 	}
-	debug.SetMemoryLimit(limit)
+	memlimit.SetCeiling(limit) // the limit following the live heap (gc-follow-live) stays under it
 }

@@ -54,6 +54,7 @@ type Config struct {
 	MaxMemorySamples        int    // maxmemory-samples
 	MaxMemoryTenacity       int    // maxmemory-eviction-tenacity
 	GCPercent               int    // gc-percent: the Go collector's target (GOGC), unless GOGC is set
+	GCFollowLive            string // gc-follow-live yes|no: a soft memory limit above the live heap (internal/memlimit)
 	LogLevel                string
 	LogFormat               string
 	Import                  string // --import FILE: start a new node from a Redis dump.rdb
@@ -540,6 +541,13 @@ func sections() []section {
 					"what survived the last collection before the next one starts. Lower: a lower memory peak while "+
 					"writes pour in, for more CPU per write (docs/benchmarks.md, issue 14). This node only; CONFIG "+
 					"SET changes it."),
+			oneOf("gc-follow-live", func(c *Config) *string { return &c.GCFollowLive }, "yes", "no").is("yes",
+				"`yes`: keep the Go runtime's soft memory limit at `gc-percent` over the smallest live heap of the last "+
+					"four collections, plus what the runtime uses beside the heap's objects (under the limit from "+
+					"`maxmemory`), so that a collection that finds a snapshot's copies live does not raise the next "+
+					"target, and free pages go back to the OS before the heap grows past it; a lower memory peak under a "+
+					"write flood (docs/benchmarks.md, issue 14). `no`: the target alone. Off while `GOMEMLIMIT` is set. "+
+					"This node only; CONFIG SET changes it."),
 		}},
 		{"Logging and debugging", "", []directive{
 			oneOf("loglevel", func(c *Config) *string { return &c.LogLevel },

@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"runtime/debug"
+
+	"raftset/internal/memlimit"
 )
 
 // applyGCPercent sets the collector's target from the gc-percent directive,
@@ -21,4 +23,15 @@ func applyGCPercent(p int) bool {
 	}
 	debug.SetGCPercent(p)
 	return true
+}
+
+// applyGCFollowLive starts or stops the soft memory limit that follows the
+// live heap (gc-follow-live; internal/memlimit says why). It reports
+// whether the limit follows the heap now: never while GOMEMLIMIT is set.
+func applyGCFollowLive(v string) bool {
+	if v != "yes" {
+		memlimit.Stop()
+		return false
+	}
+	return memlimit.Follow()
 }

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"math"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"raftset/internal/memlimit"
 )
 
 // gcPercent reads the collector's target in force without changing it.
@@ -67,5 +72,69 @@ func TestGCPercent(t *testing.T) {
 	}
 	if r := do(t, c, "CONFIG", "SET", "gc-percent", "0"); r[0] != '-' || gcPercent() != "45" {
 		t.Errorf("CONFIG SET gc-percent 0 = %q, target %s", r, gcPercent())
+	}
+}
+
+// TestGCFollowLive: gc-follow-live (default yes) starts the soft memory
+// limit that follows the live heap unless GOMEMLIMIT is set; CONFIG SET
+// turns it off and on, and refuses anything but yes and no.
+func TestGCFollowLive(t *testing.T) {
+	t.Cleanup(func() { memlimit.Stop(); memlimit.SetCeiling(math.MaxInt64) })
+	t.Setenv("GOMEMLIMIT", "")
+	def, err := LoadConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.GCFollowLive != "yes" {
+		t.Errorf("gc-follow-live default = %q, want yes", def.GCFollowLive)
+	}
+	if !applyGCFollowLive(def.GCFollowLive) || !memlimit.Following() {
+		t.Error("the default directive did not start the limit")
+	}
+	// Following, the limit is set after a collection: no longer Go's
+	// default of no limit.
+	deadline := time.Now().Add(10 * time.Second)
+	for debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		if time.Now().After(deadline) {
+			t.Fatal("no memory limit after collections while following")
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond) // the follower runs on the finalizer goroutine
+	}
+	cfg, err := LoadConfig([]string{"--gc-follow-live", "no"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applyGCFollowLive(cfg.GCFollowLive) || memlimit.Following() {
+		t.Error("gc-follow-live no left the limit following")
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("limit after gc-follow-live no = %d, want none (no maxmemory)", got)
+	}
+	if _, err := LoadConfig([]string{"--gc-follow-live", "maybe"}); err == nil {
+		t.Error("gc-follow-live maybe accepted")
+	}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	if applyGCFollowLive("yes") || memlimit.Following() {
+		t.Error("gc-follow-live yes followed although GOMEMLIMIT is set")
+	}
+	t.Setenv("GOMEMLIMIT", "")
+
+	addr, _ := startNode(t, "")
+	c := dial(t, addr)
+	if r := do(t, c, "CONFIG", "GET", "gc-follow-live"); r != "*2\r\n$14\r\ngc-follow-live\r\n$3\r\nyes\r\n" {
+		t.Errorf("CONFIG GET gc-follow-live = %q", r)
+	}
+	if r := do(t, c, "CONFIG", "SET", "gc-follow-live", "YES"); r != "+OK\r\n" || !memlimit.Following() {
+		t.Errorf("CONFIG SET gc-follow-live YES = %q, following %v", r, memlimit.Following())
+	}
+	if r := do(t, c, "CONFIG", "SET", "gc-follow-live", "no"); r != "+OK\r\n" || memlimit.Following() {
+		t.Errorf("CONFIG SET gc-follow-live no = %q, following %v", r, memlimit.Following())
+	}
+	if r := do(t, c, "CONFIG", "GET", "gc-follow-live"); r != "*2\r\n$14\r\ngc-follow-live\r\n$2\r\nno\r\n" {
+		t.Errorf("CONFIG GET gc-follow-live after CONFIG SET no = %q", r)
+	}
+	if r := do(t, c, "CONFIG", "SET", "gc-follow-live", "maybe"); !strings.HasPrefix(r, "-ERR") || memlimit.Following() {
+		t.Errorf("CONFIG SET gc-follow-live maybe = %q, following %v", r, memlimit.Following())
 	}
 }

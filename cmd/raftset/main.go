@@ -111,6 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		runtime.MemProfileRate = 0
 	}
 	applyGCPercent(cfg.GCPercent)
+	applyGCFollowLive(cfg.GCFollowLive)
 	if err := serve(cfg, stderr); err != nil {
 		fmt.Fprintf(stderr, "raftset: %v\n", err)
 		return 1

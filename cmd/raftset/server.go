@@ -370,6 +370,15 @@ func (n *node) registerConfig() {
 		n.cfg.GCPercent = p
 		return nil
 	})
+	n.server.RegisterConfig("gc-follow-live", func() string { return n.cfg.GCFollowLive }, func(v string) error {
+		v = strings.ToLower(v)
+		if v != "yes" && v != "no" {
+			return errors.New("argument must be 'yes' or 'no'")
+		}
+		applyGCFollowLive(v)
+		n.cfg.GCFollowLive = v
+		return nil
+	})
 	// The balancer runs on a sharded node's Host; a single group stores the
 	// value only (CONFIG REWRITE keeps it for a later shard-map).
 	n.server.RegisterConfig("cluster-leader-balance-interval", func() string { return strconv.Itoa(n.cfg.LeaderBalanceInterval) }, func(v string) error {

@@ -55,14 +55,14 @@ var raftPkgs = []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-
 // drawing; TestDesignDocTable keeps the table equal to this.
 var rules = []rule{
 	{pkg: "cmd/...",
-		may: []string{"cluster", "resp", "fsm", "snapshot", "internal/setenc", "internal/respwire", "internal/certgen", "internal/tlsconf", "internal/metrics"},
+		may: []string{"cluster", "resp", "fsm", "snapshot", "internal/setenc", "internal/respwire", "internal/certgen", "internal/tlsconf", "internal/metrics", "internal/memlimit"},
 		ext: []string{"github.com/hashicorp/go-hclog"}},
 	{pkg: "resp",
 		may:     []string{"internal/command", "internal/strictint", "internal/respwire", "internal/glob", "internal/acl", "internal/stats", "internal/peerauth/challenge", "internal/slot"},
 		ext:     []string{"github.com/tidwall/redcon", "github.com/hashicorp/go-hclog"},
 		notDeps: append([]string{"raftset/cluster", "raftset/fsm", "raftset/snapshot"}, raftPkgs...)},
 	{pkg: "cluster",
-		may:     []string{"fsm", "snapshot", "internal/command", "internal/setenc", "internal/strictint", "internal/respwire", "internal/peerauth", "internal/peerauth/challenge", "internal/raftmux", "internal/tlsconf", "internal/glob", "internal/acl", "internal/stats", "internal/slot"},
+		may:     []string{"fsm", "snapshot", "internal/command", "internal/setenc", "internal/strictint", "internal/respwire", "internal/peerauth", "internal/peerauth/challenge", "internal/raftmux", "internal/tlsconf", "internal/glob", "internal/acl", "internal/stats", "internal/slot", "internal/memlimit"},
 		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2", "github.com/hashicorp/raft-wal", "github.com/hashicorp/raft-wal/migrate", "go.etcd.io/bbolt", "github.com/hashicorp/go-hclog", "github.com/hashicorp/go-metrics/compat"},
 		notDeps: []string{"raftset/resp"}},
 	{pkg: "fsm",
@@ -123,6 +123,10 @@ var rules = []rule{
 		notStd:  []string{"net", "net/...", "os", "os/...", "syscall", "log", "log/..."},
 		notDeps: append([]string{"raftset/cluster", "raftset/resp", "raftset/fsm"}, raftPkgs...)},
 	{pkg: "internal/certgen"},
+	// The Go runtime's soft memory limit, kept above the live heap: a
+	// process-wide setting that the binary starts and the node caps.
+	{pkg: "internal/memlimit", notStd: []string{"net", "net/...", "syscall", "log", "log/..."},
+		notDeps: append([]string{"raftset/cluster", "raftset/resp", "raftset/fsm"}, raftPkgs...)},
 	// Counters shared by the front end and the node: plain data, no I/O.
 	{pkg: "internal/stats", notStd: pure},
 	// The metrics endpoint: it owns the Prometheus registry and reads the

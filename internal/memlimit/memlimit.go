@@ -1,0 +1,205 @@
+// Package memlimit keeps the Go runtime's soft memory limit
+// (debug.SetMemoryLimit) a step above the live heap, updated after every
+// collection, so that the heap cannot overshoot the collector's target when
+// what a collection finds live jumps for a moment.
+//
+// Why: with gc-percent alone the next collection starts at (1 + gc-percent)
+// × what the last one found live, and RSS follows that goal plus the free
+// pages the runtime has not returned yet. During a write flood two things
+// inflate it (docs/benchmarks.md, issue 14): a snapshot's copy-on-write
+// copies, live until its writer passes them, raise one cycle's live heap by
+// 20-30 MB and so the next goal by half as much again; and the pages that
+// collections free are returned to the OS only by the slow background
+// scavenger, so 20-40 MB of free heap stay resident. The limit here takes
+// the goal from the smallest live heap of the last few cycles, and, being a
+// memory limit, makes the runtime return free pages before it grows past
+// it.
+//
+// The limit is process-wide (as the runtime's is): one Follow per process.
+// A bound an operator or maxmemory sets (SetCeiling) caps it.
+package memlimit
+
+import (
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
+
+// window is how many collections the limit looks back over: a snapshot's
+// copies stay live for a second or two, a few collections under a write
+// flood, and the dataset itself grows little in that many.
+const window = 4
+
+// minHeadroom bounds the limit from below at what is live now plus this
+// fraction of gc-percent's headroom: when the live heap grows for good
+// (a bulk load, a big value) the limit lags it by up to window
+// collections, and the collector must still have room to run at a normal
+// pace meanwhile, not back to back.
+const minHeadroom = 0.25
+
+// minLimit is the lowest limit set: below it a limit saves nothing worth
+// a collection, and a starting node whose live heap is a few MB would
+// collect back to back (200 collections in its first 3 s, before a write,
+// when the limit followed heaps of 1-2 MB).
+const minLimit = 64 << 20
+
+// Sample is what one collection left: the live heap it marked and the
+// memory in use around the objects (fragmentation inside spans, stacks,
+// the runtime's metadata).
+type Sample struct {
+	Live     uint64
+	Overhead uint64
+}
+
+// Limit is the soft limit after the collections in recent (oldest first,
+// at least one): the smallest live heap among them with gc-percent's
+// headroom, plus the largest overhead among them; at least the newest live
+// heap with minHeadroom of that headroom, and at least minLimit.
+func Limit(recent []Sample, percent int) int64 {
+	if len(recent) == 0 || percent < 0 {
+		return math.MaxInt64
+	}
+	minLive, over := recent[0].Live, recent[0].Overhead
+	for _, s := range recent[1:] {
+		minLive = min(minLive, s.Live)
+		over = max(over, s.Overhead)
+	}
+	live := recent[len(recent)-1].Live
+	head := float64(percent) / 100
+	l := float64(minLive)*(1+head) + float64(over)
+	floor := float64(live)*(1+head*minHeadroom) + float64(over)
+	l = max(l, floor, minLimit)
+	if l >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(l)
+}
+
+// follower is the process's one: the runtime's limit is process-wide.
+var f = follower{ceiling: math.MaxInt64}
+
+type follower struct {
+	mu      sync.Mutex
+	on      bool
+	gen     uint64 // counts Follow calls, so a stopped follower's last sentinel does nothing
+	ceiling int64
+	recent  []Sample
+	limit   int64 // what the samples give, before the ceiling
+	samples []metrics.Sample
+}
+
+// Follow starts keeping the limit above the live heap, unless GOMEMLIMIT is
+// set (an operator's explicit limit wins) or it already runs. It reports
+// whether the limit now follows the heap.
+func Follow() bool {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.on {
+		return true
+	}
+	f.on = true
+	f.gen++
+	f.recent = f.recent[:0]
+	f.limit = math.MaxInt64
+	arm(f.gen)
+	return true
+}
+
+// Stop stops following and leaves the ceiling alone in force.
+func Stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.on {
+		return
+	}
+	f.on = false
+	f.limit = math.MaxInt64
+	debug.SetMemoryLimit(f.ceiling)
+}
+
+// Following reports whether the limit follows the live heap.
+func Following() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.on
+}
+
+// SetCeiling sets a bound the limit never exceeds (math.MaxInt64: none),
+// such as the one maxmemory derives; without Follow it is the limit.
+func SetCeiling(c int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ceiling = c
+	debug.SetMemoryLimit(min(f.ceiling, f.limit))
+}
+
+// sentinel is garbage from the moment it is armed, so its finalizer runs
+// after the next collection. It holds a pointer so that it is not a tiny
+// allocation, which shares its block (and its finalizer's fate) with
+// others.
+type sentinel struct {
+	_ *byte
+	_ [2]uintptr
+}
+
+func arm(gen uint64) {
+	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { collected(gen) })
+}
+
+// collected runs on the finalizer goroutine after each collection.
+func collected(gen uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.on || f.gen != gen {
+		return
+	}
+	s, percent := f.read()
+	if len(f.recent) == window {
+		copy(f.recent, f.recent[1:])
+		f.recent = f.recent[:window-1]
+	}
+	f.recent = append(f.recent, s)
+	f.limit = Limit(f.recent, percent)
+	debug.SetMemoryLimit(min(f.ceiling, f.limit))
+	arm(gen)
+}
+
+// read samples the runtime after a collection. The overhead is what is in
+// use beside the heap's objects and its free pages; read while the sweep
+// of the cycle just ended is still under way, it counts some of the
+// fragmentation as objects, so the limit errs low by that, which costs
+// only an earlier collection.
+func (f *follower) read() (Sample, int) {
+	if f.samples == nil {
+		f.samples = []metrics.Sample{
+			{Name: "/gc/heap/live:bytes"},
+			{Name: "/memory/classes/total:bytes"},
+			{Name: "/memory/classes/heap/released:bytes"},
+			{Name: "/memory/classes/heap/free:bytes"},
+			{Name: "/memory/classes/heap/objects:bytes"},
+			{Name: "/gc/gogc:percent"},
+		}
+	}
+	metrics.Read(f.samples)
+	var v [6]uint64
+	for i, s := range f.samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			v[i] = s.Value.Uint64()
+		}
+	}
+	var over uint64
+	if used := v[1] - min(v[1], v[2]+v[3]); used > v[4] {
+		over = used - v[4]
+	}
+	percent := -1 // GOGC=off reads as -1 converted: no target, no limit
+	if v[5] <= math.MaxInt32 {
+		percent = int(v[5])
+	}
+	return Sample{Live: v[0], Overhead: over}, percent
+}
