@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -47,18 +46,7 @@ func (h *Host) forgetReplica(ctx context.Context, cur *ShardMap, id uint32, node
 			return fmt.Errorf("shard %d is node %s's only or home shard, and its process answers; add it another replica first", id, node)
 		}
 	}
-	next := cur.clone()
-	next.Epoch++
-	for i := range next.Shards {
-		if next.Shards[i].ID == id {
-			next.Shards[i].Members = slices.DeleteFunc(next.Shards[i].Members, func(m string) bool { return m == node })
-		}
-	}
-	if a := slices.DeleteFunc(next.Added[id], func(m string) bool { return m == node }); len(a) > 0 {
-		next.Added[id] = a
-	} else {
-		delete(next.Added, id)
-	}
+	next := cur.withoutMember(id, node)
 	if err := h.metaCAS(ctx, cur, next); err != nil {
 		return fmt.Errorf("dropping %s from shard %d's members: %w", node, id, err)
 	}

@@ -189,18 +189,7 @@ func (h *Host) driveRemoveReplica(ctx context.Context, id uint32, node string) e
 	}); err != nil {
 		return fmt.Errorf("removing %s from shard %d's group: %w", node, id, err)
 	}
-	next := cur.clone()
-	next.Epoch++
-	for i := range next.Shards {
-		if next.Shards[i].ID == id {
-			next.Shards[i].Members = slices.DeleteFunc(next.Shards[i].Members, func(m string) bool { return m == node })
-		}
-	}
-	if a := slices.DeleteFunc(next.Added[id], func(m string) bool { return m == node }); len(a) > 0 {
-		next.Added[id] = a
-	} else {
-		delete(next.Added, id)
-	}
+	next := cur.withoutMember(id, node)
 	next.setHome(node, home, true)
 	if err := h.metaCAS(ctx, cur, next); err != nil {
 		return fmt.Errorf("dropping %s from shard %d's members: %w", node, id, err)

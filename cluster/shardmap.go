@@ -398,6 +398,25 @@ func checkNodeID(id string) error {
 	return nil
 }
 
+// withoutMember is the next epoch of m with node no longer a member of
+// shard id (nor recorded as added to it): what REMOVEREPLICA writes, and
+// what forgetting a member the group lost writes.
+func (m *ShardMap) withoutMember(id uint32, node string) *ShardMap {
+	next := m.clone()
+	next.Epoch++
+	for i := range next.Shards {
+		if next.Shards[i].ID == id {
+			next.Shards[i].Members = slices.DeleteFunc(next.Shards[i].Members, func(mem string) bool { return mem == node })
+		}
+	}
+	if a := slices.DeleteFunc(next.Added[id], func(mem string) bool { return mem == node }); len(a) > 0 {
+		next.Added[id] = a
+	} else {
+		delete(next.Added, id)
+	}
+	return next
+}
+
 // clone copies m (its shards' slices too) for a change.
 func (m *ShardMap) clone() *ShardMap {
 	c := *m
