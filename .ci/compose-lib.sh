@@ -33,3 +33,47 @@ pick_port() {
   done
   fail "no free port found"
 }
+
+# compose runs the compose tool on the script's compose_file.
+compose() { "${compose_cmd[@]}" -f "$compose_file" "$@"; }
+container() { compose ps -q "$1"; }
+
+# on_exit_clean_up installs the exit trap: once started=1, the project is
+# taken down (kept with KEEP=1 after a failure, whose container state and
+# logs are printed), and work (a scratch directory, when set) removed.
+started=0
+work=
+on_exit_clean_up() {
+  trap clean_up EXIT
+  trap 'exit 130' INT TERM
+}
+clean_up() {
+  local rc=$?
+  if [ "$started" = 1 ]; then
+    if [ "$rc" != 0 ]; then
+      step "failed (exit $rc): container state and logs"
+      compose ps || true
+      compose logs --no-color --tail=40 || true
+      if [ "${KEEP:-0}" = 1 ]; then
+        echo "KEEP=1: leaving project $COMPOSE_PROJECT_NAME up; remove it with:"
+        echo "  COMPOSE_PROJECT_NAME=$COMPOSE_PROJECT_NAME ${compose_cmd[*]} -f $compose_file down -v"
+        exit "$rc"
+      fi
+    fi
+    step "clean up: down -v"
+    compose down -v --remove-orphans --timeout 5 || true
+  fi
+  [ -z "$work" ] || rm -rf "$work"
+  exit "$rc"
+}
+
+# wait_for WHAT SECONDS COMMAND...: poll every half second.
+wait_for() {
+  local what=$1 secs=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for $what"
+    sleep 0.5
+  done
+  ok "$what"
+}

@@ -23,7 +23,7 @@ command -v redis-cli >/dev/null || fail "redis-cli is not installed (apt-get ins
 command -v python3 >/dev/null || fail "python3 is not installed"
 
 export COMPOSE_PROJECT_NAME="raftsetshards$$$(date +%s)"
-compose() { "${compose_cmd[@]}" -f docker-compose.shards.yml "$@"; }
+compose_file=docker-compose.shards.yml
 
 # The nodes share the host's network: twelve free loopback ports.
 nodes=(n1 n2 n3 n4 n5 n6)
@@ -37,43 +37,12 @@ done
 export RAFTSET_PASSWORD=${RAFTSET_PASSWORD:-raftset}
 export REDISCLI_AUTH=$RAFTSET_PASSWORD
 ok "project $COMPOSE_PROJECT_NAME, client ports: $(for n in "${nodes[@]}"; do printf '%s=%s ' "$n" "${port[$n]}"; done)"
-
-started=0
 work=$(mktemp -d)
-cleanup() {
-  local rc=$?
-  if [ "$started" = 1 ]; then
-    if [ "$rc" != 0 ]; then
-      step "failed (exit $rc): container state and logs"
-      compose ps || true
-      compose logs --no-color --tail=30 || true
-      if [ "${KEEP:-0}" = 1 ]; then
-        echo "KEEP=1: leaving project $COMPOSE_PROJECT_NAME up; remove it with:"
-        echo "  COMPOSE_PROJECT_NAME=$COMPOSE_PROJECT_NAME ${compose_cmd[*]} -f docker-compose.shards.yml down -v"
-        exit "$rc"
-      fi
-    fi
-    step "clean up: down -v"
-    compose down -v --remove-orphans --timeout 5 || true
-  fi
-  rm -rf "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_clean_up
+
 
 cli() { local p=$1; shift; timeout 10 redis-cli -h 127.0.0.1 -p "$p" --raw "$@" 2>&1 || true; }
-container() { compose ps -q "$1"; }
 
-wait_for() { # wait_for WHAT SECONDS COMMAND...: poll every half second
-  local what=$1 secs=$2; shift 2
-  local deadline=$((SECONDS + secs))
-  until "$@"; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for $what"
-    sleep 0.5
-  done
-  ok "$what"
-}
 
 all_healthy() {
   local n state

@@ -28,7 +28,7 @@ ok "$("${compose_cmd[@]}" version 2>/dev/null | head -n1)"
 
 # A unique project: its own containers, network and volumes.
 export COMPOSE_PROJECT_NAME="raftsetci$$$(date +%s)"
-compose() { "${compose_cmd[@]}" -f docker-compose.yml "$@"; }
+compose_file=docker-compose.yml
 
 # Host ports: free ones unless given.
 [ -n "${RAFTSET_N1_PORT:-}" ] && FIXED_PORTS=1
@@ -40,28 +40,8 @@ export RAFTSET_N3_PORT=${RAFTSET_N3_PORT:-$(pick_port)}
 nodes=(n1 n2 n3)
 declare -A port=([n1]=$RAFTSET_N1_PORT [n2]=$RAFTSET_N2_PORT [n3]=$RAFTSET_N3_PORT)
 ok "project $COMPOSE_PROJECT_NAME, client ports n1=${port[n1]} n2=${port[n2]} n3=${port[n3]}"
+on_exit_clean_up
 
-started=0
-cleanup() {
-  local rc=$?
-  if [ "$started" = 1 ]; then
-    if [ "$rc" != 0 ]; then
-      step "failed (exit $rc): container state and logs"
-      compose ps || true
-      compose logs --no-color --tail=40 || true
-      if [ "${KEEP:-0}" = 1 ]; then
-        echo "KEEP=1: leaving project $COMPOSE_PROJECT_NAME up; remove it with:"
-        echo "  COMPOSE_PROJECT_NAME=$COMPOSE_PROJECT_NAME ${compose_cmd[*]} down -v"
-        exit "$rc"
-      fi
-    fi
-    step "clean up: down -v"
-    compose down -v --remove-orphans --timeout 5 || true
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 export RAFTSET_PASSWORD=${RAFTSET_PASSWORD:-raftset}
 
@@ -104,19 +84,8 @@ else
 fi
 
 info_field() { cli "$1" INFO raft | tr -d '\r' | sed -n "s/^$2://p"; }
-container() { compose ps -q "$1"; }
 health() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$(container "$1")" 2>/dev/null || echo gone; }
 
-# wait_for WHAT SECONDS COMMAND...: poll every half second.
-wait_for() {
-  local what=$1 secs=$2; shift 2
-  local deadline=$((SECONDS + secs))
-  until "$@"; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for $what"
-    sleep 0.5
-  done
-  ok "$what"
-}
 
 # all_healthy NODES...: every node's container healthy; fails the test at
 # once when one has exited (a bad flag exits 2 and never becomes healthy).
