@@ -79,7 +79,11 @@ func Limit(recent []Sample, percent int) int64 {
 }
 
 // follower is the process's one: the runtime's limit is process-wide.
-var f = follower{ceiling: math.MaxInt64}
+var f = newFollower()
+
+// newFollower is a follower that is off and sets no limit of its own: a
+// ceiling alone (maxmemory with gc-follow-live no) is then the limit.
+func newFollower() *follower { return &follower{ceiling: math.MaxInt64, limit: math.MaxInt64} }
 
 type follower struct {
 	mu      sync.Mutex

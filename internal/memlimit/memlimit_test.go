@@ -54,6 +54,19 @@ func waitLimit(t *testing.T, what string, ok func(int64) bool) int64 {
 	}
 }
 
+// TestCeilingWithoutFollow: with the follower never started (gc-follow-live
+// no), a ceiling (maxmemory's) is the runtime's limit, not a limit of 0.
+func TestCeilingWithoutFollow(t *testing.T) {
+	saved, prev := f, debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { f = saved; debug.SetMemoryLimit(prev) })
+	f = newFollower()
+	const ceiling = 1 << 40
+	SetCeiling(ceiling)
+	if got := debug.SetMemoryLimit(-1); got != ceiling {
+		t.Fatalf("SetCeiling(%d) without Follow left the limit at %d", int64(ceiling), got)
+	}
+}
+
 var ballast []byte
 
 // TestFollowTracksLiveHeap: the limit rises with the live heap, to its
