@@ -287,7 +287,9 @@ func (n *Node) leading() bool {
 	if !n.raftStarted.Load() || n.raft.State() != raft.Leader {
 		return false
 	}
-	return n.clock.isAnchored() || n.rd.readyTerm.Load() == n.raft.CurrentTerm()
+	// The term check first: two atomic loads, where isAnchored takes the
+	// clock's lock, which the reading that follows takes again.
+	return n.rd.readyTerm.Load() == n.raft.CurrentTerm() || n.clock.isAnchored()
 }
 
 // nowMs is the cluster time in Unix milliseconds.

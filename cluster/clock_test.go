@@ -381,6 +381,7 @@ func TestClusterClockRestartedNodeTakesOverFromASlowLeader(t *testing.T) {
 		ft.t += step
 		e := leader.now(true)
 		log = append(log, e)
+		leader.observe(e) // the leader applies its own entry too
 		for _, f := range followers {
 			f.observe(e)
 			f.now(false) // a read
@@ -389,7 +390,10 @@ func TestClusterClockRestartedNodeTakesOverFromASlowLeader(t *testing.T) {
 	for ft.t < 5*time.Second { // n3 leads and saves its offset
 		stamp(n3, n1, n2)
 		if ft.t%clockSavePeriod == 0 {
-			savedOff, savedAt, _ = n3.offset(true)
+			var ok bool
+			if savedOff, savedAt, ok = n3.offset(true); !ok {
+				t.Fatal("n3's clock, leading with entries applied, is not anchored: it would save no offset")
+			}
 		}
 	}
 	killed := len(log)

@@ -176,7 +176,6 @@ func (h *Host) driveRemoveReplica(ctx context.Context, id uint32, node string) e
 	if len(cur.Hosts(node)) > 1 && h.isHome(ctx, cur, node, id) {
 		return fmt.Errorf("shard %d is node %s's home shard; it goes last, once the node holds no other replica (raftset cluster remove-node)", id, node)
 	}
-	home, _ := cur.Home(node)
 	if err := h.leadElsewhere(ctx, sh, node); err != nil {
 		return err
 	}
@@ -190,7 +189,6 @@ func (h *Host) driveRemoveReplica(ctx context.Context, id uint32, node string) e
 		return fmt.Errorf("removing %s from shard %d's group: %w", node, id, err)
 	}
 	next := cur.withoutMember(id, node)
-	next.setHome(node, home, true)
 	if err := h.metaCAS(ctx, cur, next); err != nil {
 		return fmt.Errorf("dropping %s from shard %d's members: %w", node, id, err)
 	}

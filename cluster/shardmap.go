@@ -399,9 +399,11 @@ func checkNodeID(id string) error {
 }
 
 // withoutMember is the next epoch of m with node no longer a member of
-// shard id (nor recorded as added to it): what REMOVEREPLICA writes, and
-// what forgetting a member the group lost writes.
+// shard id (nor recorded as added to it), its home line kept true (gone
+// with its home): what REMOVEREPLICA writes, and what forgetting a member
+// the group lost writes.
 func (m *ShardMap) withoutMember(id uint32, node string) *ShardMap {
+	home, had := m.Home(node)
 	next := m.clone()
 	next.Epoch++
 	for i := range next.Shards {
@@ -414,6 +416,7 @@ func (m *ShardMap) withoutMember(id uint32, node string) *ShardMap {
 	} else {
 		delete(next.Added, id)
 	}
+	next.setHome(node, home, had)
 	return next
 }
 

@@ -204,8 +204,7 @@ func TestShardedAddNode(t *testing.T) {
 
 // TestNodeWithoutReplicaStartRefusals: a node the shard map names in no
 // shard starts only where it can learn the map (the first shard's members
-// with their client addresses in shard-map), and not with metrics-addr
-// (its series come from a replica).
+// with their client addresses in shard-map).
 func TestNodeWithoutReplicaStartRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

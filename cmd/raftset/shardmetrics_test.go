@@ -222,11 +222,11 @@ func checkShardSeries(t *testing.T, nodes []*clusterProc, maddr map[string]strin
 			}
 			// The one CLUSTER SLOTS names the shard's master.
 			rep, ok := clusterSlots(nodes[0].addr)
-			if !ok || len(rep.Elems) != 2 || len(rep.Elems[0].Elems) < 3 {
+			i, _ := strconv.Atoi(sh)
+			if !ok || len(rep.Elems) != 2 || len(rep.Elems[i].Elems) < 3 {
 				why = fmt.Sprintf("CLUSTER SLOTS = %+v", rep)
 				return false
 			}
-			i, _ := strconv.Atoi(sh)
 			master := slotNodeAddr(rep.Elems[i].Elems[2])
 			for _, cp := range nodes {
 				if cp.id == leaders[sh][0] && cp.addr != master {
