@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"raftset/internal/command"
@@ -127,8 +126,8 @@ func addShardArgs(args [][]byte) ([]string, []byte) {
 	}
 	out := make([]string, len(args))
 	for i, a := range args {
-		if len(a) == 0 || strings.ContainsAny(string(a), " \t;:,@=") {
-			return nil, command.Error("ERR ADDSHARD: bad node id " + strconv.Quote(string(a)))
+		if err := checkNodeID(string(a)); err != nil {
+			return nil, command.Error("ERR ADDSHARD: " + err.Error())
 		}
 		out[i] = string(a)
 	}

@@ -56,8 +56,8 @@ func Place(nodes []PlaceNode, shards, replicas int) (*ShardMap, error) {
 	m := &ShardMap{Epoch: 1, Addrs: map[string]string{}}
 	seen := map[string]bool{}
 	for _, n := range nodes {
-		if n.ID == "" || strings.ContainsAny(n.ID, " \t;:,@=") {
-			return nil, fmt.Errorf("%w: bad node id %q", ErrPlacement, n.ID)
+		if err := checkNodeID(n.ID); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrPlacement, err)
 		}
 		if seen[n.ID] {
 			return nil, fmt.Errorf("%w: node %s listed twice", ErrPlacement, n.ID)

@@ -64,8 +64,8 @@ func (h *Host) replicaArgs(ctx context.Context, add bool, shard, node []byte, re
 	if err != nil || id >= uint64(MetaGroup) {
 		return command.Error("ERR " + what + " wants <shard> <node>: shard id is not an integer")
 	}
-	if len(node) == 0 || strings.ContainsAny(string(node), " \t;:,@=") {
-		return command.Error("ERR " + what + ": bad node id " + strconv.Quote(string(node)))
+	if err := checkNodeID(string(node)); err != nil {
+		return command.Error("ERR " + what + ": " + err.Error())
 	}
 	args := [][]byte{[]byte(name), shard, node}
 	return h.relayToMeta(ctx, what, args, relayed, func() []byte {
@@ -215,21 +215,8 @@ func (h *Host) isHome(ctx context.Context, m *ShardMap, node string, id uint32) 
 	if home, ok := m.Home(node); ok && home == id {
 		return true
 	}
-	if node == h.self {
-		home := h.Home()
-		return home != nil && home.cfg.Shard == id
-	}
-	if addr := h.clientAddrIn(m, node); addr != "" {
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		o := h.call(cctx, &h.pool, addr, MetaGroup, [][]byte{[]byte(cmdHome)})
-		cancel()
-		if o.kind == applied {
-			if v, err := respwire.Parse(o.reply); err == nil && v.Kind == ':' {
-				return v.Str == strconv.FormatUint(uint64(id), 10)
-			}
-		}
-	}
-	return false
+	home, ok := h.answeringHome(ctx, m, node)
+	return ok && home == id
 }
 
 // leadElsewhere moves sh's leadership off node before node leaves it. A
