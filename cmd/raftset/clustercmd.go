@@ -281,21 +281,16 @@ func runAddNode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "raftset cluster add-node: %v\n", err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *af.timeout)
-	defer cancel()
-	ac, err := dialAdmin(ctx, *af.addr, *af.password)
-	if err == nil {
-		defer ac.close()
-		if _, err = ac.callRetrying("RAFT.SHARD", "ADDNODE", n.id, n.addr, n.raft); err == nil {
-			err = waitNodeRecord(ac, n.id)
+	return runAdminFunc("add-node", af, stderr, func(ac *adminConn) error {
+		if _, err := ac.callRetrying("RAFT.SHARD", "ADDNODE", n.id, n.addr, n.raft); err != nil {
+			return err
 		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "raftset cluster add-node: %s: %v\n", *af.addr, err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "added node %s (client %s, raft %s)\n", n.id, n.addr, n.raft)
-	return 0
+		if err := waitNodeRecord(ac, n.id); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "added node %s (client %s, raft %s)\n", n.id, n.addr, n.raft)
+		return nil
+	})
 }
 
 // waitNodeRecord waits until the node asked routes by a map with node
@@ -316,4 +311,21 @@ func waitNodeRecord(ac *adminConn, id string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// runAdminFunc dials the node of af and runs f on the connection, printing
+// its error as "raftset cluster NAME: ADDR: ERR".
+func runAdminFunc(name string, af adminFlags, stderr io.Writer, f func(*adminConn) error) int {
+	ctx, cancel := context.WithTimeout(context.Background(), *af.timeout)
+	defer cancel()
+	ac, err := dialAdmin(ctx, *af.addr, *af.password)
+	if err == nil {
+		defer ac.close()
+		err = f(ac)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "raftset cluster %s: %s: %v\n", name, *af.addr, err)
+		return 1
+	}
+	return 0
 }

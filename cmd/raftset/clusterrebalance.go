@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -25,27 +24,16 @@ func runRebalance(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, clusterUsage)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *af.timeout)
-	defer cancel()
-	ac, err := dialAdmin(ctx, *af.addr, *af.password)
-	if err != nil {
-		fmt.Fprintf(stderr, "raftset cluster rebalance: %s: %v\n", *af.addr, err)
-		return 1
-	}
-	defer ac.close()
-	switch {
-	case *leaders:
-		err = balanceLeaders(ac, *dry, stdout)
-	case *replicas:
-		err = rebalanceReplicas(ac, *dry, stdout)
-	default:
-		err = rebalanceSlots(ac, *dry, stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "raftset cluster rebalance: %s: %v\n", *af.addr, err)
-		return 1
-	}
-	return 0
+	return runAdminFunc("rebalance", af, stderr, func(ac *adminConn) error {
+		switch {
+		case *leaders:
+			return balanceLeaders(ac, *dry, stdout)
+		case *replicas:
+			return rebalanceReplicas(ac, *dry, stdout)
+		default:
+			return rebalanceSlots(ac, *dry, stdout)
+		}
+	})
 }
 
 func balanceLeaders(ac *adminConn, dry bool, stdout io.Writer) error {

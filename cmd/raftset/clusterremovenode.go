@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -36,23 +35,6 @@ func runRemoveNode(args []string, stdout, stderr io.Writer) int {
 	return runAdminFunc("remove-node", af, stderr, func(ac *adminConn) error {
 		return removeNode(ac, fs.Arg(0), *dry, stdout)
 	})
-}
-
-// runAdminFunc dials the node of af and runs f on the connection, printing
-// its error as "raftset cluster NAME: ADDR: ERR".
-func runAdminFunc(name string, af adminFlags, stderr io.Writer, f func(*adminConn) error) int {
-	ctx, cancel := context.WithTimeout(context.Background(), *af.timeout)
-	defer cancel()
-	ac, err := dialAdmin(ctx, *af.addr, *af.password)
-	if err == nil {
-		defer ac.close()
-		err = f(ac)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "raftset cluster %s: %s: %v\n", name, *af.addr, err)
-		return 1
-	}
-	return 0
 }
 
 // removeNode drains node, removes it, and evens out the rest. Each step
