@@ -173,14 +173,8 @@ func TestShardedBalanceLeaders(t *testing.T) {
 		return all(m) && m[ranges[0]] == "n1" && m[ranges[1]] == "n2" && m[ranges[2]] == "n3"
 	})
 
-	var addrs []string
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 8,
-		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 10*time.Second, nodes...)
 	// A key in every slot: SADD of one member is idempotent, so a write
 	// whose outcome was unknown (an election under this machine's load)
 	// is simply repeated, as a client would.

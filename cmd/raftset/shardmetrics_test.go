@@ -10,7 +10,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/redis/go-redis/v9"
 
 	"raftset/internal/slot"
 	"raftset/internal/testutil"
@@ -77,16 +76,12 @@ func TestShardedMetricsProcesses(t *testing.T) {
 	nodes := startClusterWith(t, 4, perNode, "--cluster-enabled", "yes", "--shard-map", smap,
 		"--cluster-leader-balance-interval", "0")
 	byID := map[string]*clusterProc{}
-	var addrs []string
 	for _, cp := range nodes {
 		byID[cp.id] = cp
-		addrs = append(addrs, cp.addr)
 	}
 
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 8,
-		DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 5*time.Second, nodes...)
 	testutil.WaitFor(t, 30*time.Second, "the cluster to take a write in each shard", func() bool {
 		return rdb.SAdd(ctx, "probe{a}", "x").Err() == nil && rdb.SAdd(ctx, "probe{b}", "x").Err() == nil
 	})

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"raftset/cluster"
 	"raftset/internal/slot"
 	"raftset/internal/testutil"
@@ -94,14 +92,8 @@ func TestShardedRecoverLostShard(t *testing.T) {
 	nodes := startCreated(t, 6, 2, 3)
 	n1, n4 := nodes[0], nodes[3]
 	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
-	var addrs []string
-	for _, cp := range nodes {
-		addrs = append(addrs, cp.addr)
-	}
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 10*time.Second, nodes...)
 	keys := keyPerSlot()
 	var written []string
 	inShard1 := 0
@@ -245,9 +237,7 @@ func TestShardedRecoverMetadataGroup(t *testing.T) {
 	n1 := nodes[0]
 	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
 	ctx := context.Background()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{n1.addr, nodes[1].addr, nodes[2].addr}, MaxRedirects: 16,
-		DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer rdb.Close()
+	rdb := clusterClient(t, 10*time.Second, n1, nodes[1], nodes[2])
 	keys := keyPerSlot()
 	var written []string
 	for s := 0; s < slot.Count; s += 64 {
