@@ -136,6 +136,9 @@ func (n *Node) restoreRDB(ctx context.Context, file []byte) []byte {
 		if errors.Is(err, raft.ErrNotLeader) {
 			return constReply("TRYAGAIN RAFT.RESTORE was not run: this node is no longer the leader, retry")
 		}
+		if errors.Is(err, errRestoreUnknown) {
+			return constReply("CLUSTERDOWN RAFT.RESTORE: " + oneLine(err.Error()))
+		}
 		return constReply("ERR RAFT.RESTORE: " + oneLine(err.Error()))
 	}
 	n.log.Info("restored the cluster's state from an RDB file (RAFT.RESTORE)", "keys", keys,

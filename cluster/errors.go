@@ -35,6 +35,7 @@ var (
 	replyReadNotReady     = constReply("TRYAGAIN the read was not served: the new leader has not committed an entry of its term yet, retry")
 	replyReadLostLeader   = constReply("TRYAGAIN the read was not served: leadership could not be confirmed, retry")
 	replyReadCanceled     = constReply("TRYAGAIN the read was not served: the request was canceled")
+	replyReadRestoring    = constReply("TRYAGAIN the read was not served: a restore (RAFT.RESTORE) is being installed, retry")
 	replyNoAdminCommand   = constReply("ERR unknown admin command")
 )
 

@@ -53,6 +53,8 @@ type servedCluster struct {
 	members []*member
 	// wrap, when set, wraps a starting member's state machine.
 	wrap func(id string, f *fsm.FSM) stateMachine
+	// transport, when set, wraps a starting member's transport.
+	transport func(tr *raft.InmemTransport) raft.Transport
 }
 
 // newServedCluster starts size voters bootstrapped from one peer list, on
@@ -60,20 +62,26 @@ type servedCluster struct {
 func newServedCluster(t *testing.T, size int, tweak func(*Config)) *servedCluster {
 	t.Helper()
 	c := &servedCluster{t: t}
+	c.startVoters(size, tweak)
+	return c
+}
+
+// startVoters starts size voters bootstrapped from one peer list.
+func (c *servedCluster) startVoters(size int, tweak func(*Config)) {
+	c.t.Helper()
 	var peers []Peer
 	for i := range size {
 		id := fmt.Sprintf("n%d", i+1)
 		peers = append(peers, Peer{ID: id, Addr: id})
 	}
 	for i := range size {
-		cfg := clusterConfig(t, peers[i].ID)
+		cfg := clusterConfig(c.t, peers[i].ID)
 		cfg.Peers = peers
 		if tweak != nil {
 			tweak(&cfg)
 		}
 		c.start(cfg)
 	}
-	return c
 }
 
 // clusterConfig is fastConfig with timeouts that survive -race on a loaded
@@ -110,6 +118,9 @@ func (c *servedCluster) start(cfg Config) *member {
 	}
 	c.mu.Unlock()
 	cfg.Transport = tr
+	if c.transport != nil {
+		cfg.Transport = c.transport(tr)
+	}
 	cfg.ClientAddr = ln.Addr().String()
 	f := fsm.New(fsm.Config{Logger: cfg.Logger})
 	n, err := c.newNode(cfg, f)

@@ -75,6 +75,7 @@ type Node struct {
 	ev           evictState // maxmemory (evict.go)
 	bgsave       atomic.Bool
 	saveMu       sync.Mutex // one snapshot request at a time
+	importMu     sync.Mutex // one restore at a time (import.go)
 	lastSave     atomic.Int64
 	started      time.Time
 	clock        *clusterClock // cluster time (clock.go)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -59,6 +60,9 @@ type reader struct {
 	// batches counts the read calls served, stale ones included: the
 	// defragmenter's idle test (defrag.go).
 	batches atomic.Uint64
+	// restore holds read indexes back while a restore is being installed
+	// (restoregate.go).
+	restore restoreGate
 }
 
 type readGroup struct {
@@ -138,15 +142,24 @@ func (n *Node) linearize(ctx context.Context) []byte {
 	return n.waitApplied(ctx, target)
 }
 
-// readIndex runs steps 1-4 on the leader, batched with concurrent readers.
+// readIndex runs steps 1-4 on the leader, batched with concurrent readers;
+// while a restore is being installed it waits for its end.
 func (n *Node) readIndex(ctx context.Context) (uint64, []byte) {
-	if n.raft.State() != raft.Leader {
-		if n.isClosing() {
-			return 0, replyReadClosing
+	for {
+		if n.raft.State() != raft.Leader {
+			if n.isClosing() {
+				return 0, replyReadClosing
+			}
+			return 0, notLeaderRead(n.Leader())
 		}
-		return 0, notLeaderRead(n.Leader())
+		target, reply := n.rd.await(ctx, n.stopCh)
+		if !bytes.Equal(reply, replyReadRestoring) {
+			return target, reply
+		}
+		if err := n.rd.restore.wait(ctx, n.stopCh); err != nil {
+			return 0, replyReadCanceled
+		}
 	}
-	return n.rd.await(ctx, n.stopCh)
 }
 
 // soloReadIndex runs steps 1-4 on the reader's own goroutine when this
@@ -161,12 +174,13 @@ func (n *Node) readIndex(ctx context.Context) (uint64, []byte) {
 // trip (two goroutine wake-ups per pipelined batch) was ~9% of a one-node
 // SISMEMBER load's CPU (docs/benchmarks.md).
 func (n *Node) soloReadIndex() (uint64, bool) {
+	gen := n.rd.restore.gen.Load()
 	term := n.raft.CurrentTerm()
-	if n.rd.readyTerm.Load() != term || n.raft.State() != raft.Leader || !n.soleVoter() {
+	if installing(gen) || n.rd.readyTerm.Load() != term || n.raft.State() != raft.Leader || !n.soleVoter() {
 		return 0, false
 	}
 	commit := n.raft.CommitIndex()
-	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term || n.rd.restore.gen.Load() != gen {
 		return 0, false
 	}
 	// Not counted in readBarriers: no round was run.
@@ -257,6 +271,10 @@ func (n *Node) awaitTermApplied(term uint64) error {
 
 // confirm runs steps 1-4 for one group of readers.
 func (n *Node) confirm() (uint64, []byte) {
+	gen := n.rd.restore.gen.Load()
+	if installing(gen) {
+		return 0, replyReadRestoring
+	}
 	term := n.raft.CurrentTerm()
 	if n.raft.State() != raft.Leader {
 		return 0, notLeaderRead(n.Leader())
@@ -274,6 +292,9 @@ func (n *Node) confirm() (uint64, []byte) {
 	}
 	if n.raft.CurrentTerm() != term {
 		return 0, replyReadLostLeader
+	}
+	if n.rd.restore.gen.Load() != gen {
+		return 0, replyReadRestoring // commit may be from before it
 	}
 	return n.readTarget(commit), nil
 }
