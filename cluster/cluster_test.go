@@ -27,6 +27,9 @@ func newTestCluster(t *testing.T, size int) *testCluster {
 	return newTestClusterOf(t, size, func() stateMachine { return newFakeFSM() })
 }
 
+// newTestClusterOf starts size voters on connected InmemTransports, with
+// clusterConfig's timeouts: at fastConfig's 50 ms a loaded machine churns
+// through elections (TestClusterProtocol once saw "no leader is known").
 func newTestClusterOf(t *testing.T, size int, newSM func() stateMachine) *testCluster {
 	t.Helper()
 	c := &testCluster{}
@@ -46,7 +49,7 @@ func newTestClusterOf(t *testing.T, size int, newSM func() stateMachine) *testCl
 		}
 	}
 	for i := range size {
-		cfg := fastConfig(t, peers[i].ID)
+		cfg := clusterConfig(t, peers[i].ID)
 		cfg.Transport = c.trans[i]
 		cfg.Peers = peers
 		f := newSM()
