@@ -303,3 +303,16 @@ func (h *Host) ShardStats() []stats.Node {
 
 // ProcessStats are the process's memory figures (metrics.Node).
 func (h *Host) ProcessStats() stats.Process { return processStats() }
+
+// MetaStats is the metadata group as this process sees it (metrics.Node):
+// the epoch of the map it routes by, which every process has, and its
+// replica's Raft state on a process that runs one (the members of the
+// bootstrap map's first shard, metagroup.go).
+func (h *Host) MetaStats() (stats.Meta, bool) {
+	m := stats.Meta{Epoch: h.Map().Epoch}
+	if h.meta != nil {
+		st := h.meta.NodeStats()
+		m.Replica, m.Voter = &st, h.meta.isVoter()
+	}
+	return m, true
+}

@@ -301,6 +301,24 @@ func (n *Node) ShardStats() []stats.Node { return []stats.Node{n.NodeStats()} }
 // ProcessStats are the process's memory figures (metrics.Node).
 func (n *Node) ProcessStats() stats.Process { return processStats() }
 
+// MetaStats: a node without shard-map has no metadata group (metrics.Node).
+func (n *Node) MetaStats() (stats.Meta, bool) { return stats.Meta{}, false }
+
+// isVoter reports whether this node is a voter in the latest configuration
+// its log holds (committed or not, as Raft itself acts on it).
+func (n *Node) isVoter() bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == n.cfg.NodeID {
+			return s.Suffrage == raft.Voter
+		}
+	}
+	return false
+}
+
 func processStats() stats.Process {
 	return stats.Process{HeapBytes: heapAlloc(), RSSBytes: rssBytes()}
 }

@@ -239,6 +239,14 @@ func TestMetricsAndLagProcesses(t *testing.T) {
 		t.Errorf("follower's raftset_raft_is_leader = %v", v)
 	}
 	checkDashboard(t, fams, ffams)
+	// No shard-map, no metadata group: none of its series.
+	for _, fs := range []map[string]*dto.MetricFamily{fams, ffams} {
+		for name := range fs {
+			if strings.HasPrefix(name, "raftset_meta_") {
+				t.Errorf("a node without shard-map exports %s", name)
+			}
+		}
+	}
 
 	// A slow command: DEBUG SLEEP appears in SLOWLOG.
 	do(t, c, "SLOWLOG", "RESET")

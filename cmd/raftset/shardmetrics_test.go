@@ -59,7 +59,10 @@ func byShard(fams map[string]*dto.MetricFamily, fam string) map[string]float64 {
 // a process holding that shard alone), exactly the shard's leader reports
 // itself leader of it, and reports a lag for each other member; a replica
 // added (ADDREPLICA) gets its series and one removed (REMOVEREPLICA) loses
-// them, without a restart.
+// them, without a restart. The metadata group's series
+// (checkMetaSeriesProcs): n1-n3, shard 0's members, are its voters, with
+// one leader among them, n4 has none of its Raft series, and every
+// process shows the same map epoch, two more after the two changes.
 func TestShardedMetricsProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test")
@@ -107,6 +110,8 @@ func TestShardedMetricsProcesses(t *testing.T) {
 
 	held := map[string][]string{"n1": {"0", "1"}, "n2": {"0", "1"}, "n3": {"0"}, "n4": {"1"}}
 	checkShardSeries(t, nodes, maddr, held, keys)
+	metaVoters := []string{"n1", "n2", "n3"}
+	epoch := checkMetaSeriesProcs(t, nodes, maddr, metaVoters, 1)
 
 	// A replica added while the processes run gets its series; one removed
 	// loses them.
@@ -123,6 +128,7 @@ func TestShardedMetricsProcesses(t *testing.T) {
 	}
 	held = map[string][]string{"n1": {"0", "1"}, "n2": {"0"}, "n3": {"0", "1"}, "n4": {"1"}}
 	checkShardSeries(t, nodes, maddr, held, keys)
+	checkMetaSeriesProcs(t, nodes, maddr, metaVoters, epoch+2)
 }
 
 func hasKey(m map[string]float64, k string) bool {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,45 +24,113 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	dCommands   = desc("raftset_commands_total", "Commands run, by command (INFO commandstats calls).", "cmd")
-	dFailed     = desc("raftset_command_failed_total", "Commands that ran and answered an error, by command.", "cmd")
-	dRejected   = desc("raftset_command_rejected_total", "Commands refused before they ran (arity, NOAUTH...), by command.", "cmd")
-	dDuration   = desc("raftset_command_duration_seconds", "How long clients waited for replies, by command family (for writes: until committed and applied).", "family")
-	dErrors     = desc("raftset_errors_total", "Error replies by error code (INFO errorstats).", "error")
-	dConnected  = desc("raftset_connected_clients", "Client connections open.")
-	dReceived   = desc("raftset_connections_received_total", "Client connections accepted.")
-	dRejConn    = desc("raftset_connections_rejected_total", "Client connections refused (maxclients, protected mode).")
-	dProcessed  = desc("raftset_commands_processed_total", "Commands received, known or not (INFO total_commands_processed).")
-	dMaxInput   = desc("raftset_client_recent_max_input_buffer_bytes", "Largest input batch of one connection in the last 8 seconds.")
-	dMaxOutput  = desc("raftset_client_recent_max_output_buffer_bytes", "Largest reply batch of one connection in the last 8 seconds.")
-	dTerm       = desc("raftset_raft_term", "Current Raft term.", "shard")
-	dCommit     = desc("raftset_raft_commit_index", "Raft commit index known to this node.", "shard")
-	dApplied    = desc("raftset_raft_applied_index", "Last log index the state machine applied.", "shard")
-	dLastLog    = desc("raftset_raft_last_log_index", "Last index in this node's log.", "shard")
-	dSnapIdx    = desc("raftset_raft_last_snapshot_index", "Index of the newest snapshot.", "shard")
-	dSnapSize   = desc("raftset_snapshot_size_bytes", "Size of the newest snapshot file.", "shard")
-	dState      = desc("raftset_raft_state", "1 for this node's Raft state.", "shard", "state")
-	dLeader     = desc("raftset_raft_is_leader", "1 if this node is the leader.", "shard")
-	dHasLeader  = desc("raftset_raft_has_leader", "1 if this node knows a leader.", "shard")
-	dReady      = desc("raftset_ready", "1 if /readyz answers ready.")
-	dLeaderChg  = desc("raftset_raft_leader_changes_total", "Leader changes this node observed.", "shard")
-	dLagEntries = desc("raftset_raft_follower_lag_entries", "Entries the leader applied that a follower had not at its last answer (on the leader).", "shard", "peer")
-	dLagSeconds = desc("raftset_raft_follower_lag_seconds", "How long ago the leader had applied what a follower still lacks (on the leader).", "shard", "peer")
-	dContact    = desc("raftset_raft_follower_last_contact_seconds", "Time since a follower last answered the leader (on the leader).", "shard", "peer")
-	dEntries    = desc("raftset_raft_entries_proposed_total", "Log entries this node proposed.", "shard")
-	dOps        = desc("raftset_raft_ops_proposed_total", "Write ops in the entries this node proposed.", "shard")
-	dBatch      = desc("raftset_group_commit_ops", "Write ops per proposed log entry (group commit).", "shard")
-	dForwarded  = desc("raftset_forwarded_write_ops_total", "Write ops this follower forwarded to the leader.", "shard")
-	dReadIndex  = desc("raftset_read_index_rounds_total", "Leadership confirmation rounds for linearizable reads (on the leader).", "shard")
-	dLinReads   = desc("raftset_linearizable_reads_total", "Reads served after a read barrier.", "shard")
-	dExpired    = desc("raftset_expired_keys_total", "Keys the leader proposed to delete because they expired.", "shard")
-	dEvicted    = desc("raftset_evicted_keys_total", "Keys evicted for maxmemory, as applied by this replica (INFO evicted_keys).", "shard")
-	dKeys       = desc("raftset_keys", "Keys in the keyspace.", "shard")
-	dKeysExp    = desc("raftset_keys_with_expiry", "Keys with a deadline.", "shard")
-	dHeap       = desc("raftset_memory_heap_bytes", "Go heap in use.")
-	dRSS        = desc("raftset_memory_rss_bytes", "Resident set size.")
-	dDataset    = desc("raftset_memory_dataset_bytes", "The state machine's accounting of its dataset (INFO used_memory_dataset).", "shard")
+	dCommands  = desc("raftset_commands_total", "Commands run, by command (INFO commandstats calls).", "cmd")
+	dFailed    = desc("raftset_command_failed_total", "Commands that ran and answered an error, by command.", "cmd")
+	dRejected  = desc("raftset_command_rejected_total", "Commands refused before they ran (arity, NOAUTH...), by command.", "cmd")
+	dDuration  = desc("raftset_command_duration_seconds", "How long clients waited for replies, by command family (for writes: until committed and applied).", "family")
+	dErrors    = desc("raftset_errors_total", "Error replies by error code (INFO errorstats).", "error")
+	dConnected = desc("raftset_connected_clients", "Client connections open.")
+	dReceived  = desc("raftset_connections_received_total", "Client connections accepted.")
+	dRejConn   = desc("raftset_connections_rejected_total", "Client connections refused (maxclients, protected mode).")
+	dProcessed = desc("raftset_commands_processed_total", "Commands received, known or not (INFO total_commands_processed).")
+	dMaxInput  = desc("raftset_client_recent_max_input_buffer_bytes", "Largest input batch of one connection in the last 8 seconds.")
+	dMaxOutput = desc("raftset_client_recent_max_output_buffer_bytes", "Largest reply batch of one connection in the last 8 seconds.")
+	dSnapSize  = desc("raftset_snapshot_size_bytes", "Size of the newest snapshot file.", "shard")
+	dReady     = desc("raftset_ready", "1 if /readyz answers ready.")
+	dEntries   = desc("raftset_raft_entries_proposed_total", "Log entries this node proposed.", "shard")
+	dOps       = desc("raftset_raft_ops_proposed_total", "Write ops in the entries this node proposed.", "shard")
+	dBatch     = desc("raftset_group_commit_ops", "Write ops per proposed log entry (group commit).", "shard")
+	dForwarded = desc("raftset_forwarded_write_ops_total", "Write ops this follower forwarded to the leader.", "shard")
+	dReadIndex = desc("raftset_read_index_rounds_total", "Leadership confirmation rounds for linearizable reads (on the leader).", "shard")
+	dLinReads  = desc("raftset_linearizable_reads_total", "Reads served after a read barrier.", "shard")
+	dExpired   = desc("raftset_expired_keys_total", "Keys the leader proposed to delete because they expired.", "shard")
+	dEvicted   = desc("raftset_evicted_keys_total", "Keys evicted for maxmemory, as applied by this replica (INFO evicted_keys).", "shard")
+	dKeys      = desc("raftset_keys", "Keys in the keyspace.", "shard")
+	dKeysExp   = desc("raftset_keys_with_expiry", "Keys with a deadline.", "shard")
+	dHeap      = desc("raftset_memory_heap_bytes", "Go heap in use.")
+	dRSS       = desc("raftset_memory_rss_bytes", "Resident set size.")
+	dDataset   = desc("raftset_memory_dataset_bytes", "The state machine's accounting of its dataset (INFO used_memory_dataset).", "shard")
+	dMetaVoter = desc("raftset_meta_voter", "1 if this process is a voter of the metadata group (in the configuration its replica knows).")
+	dMetaEpoch = desc("raftset_meta_map_epoch", "Configuration epoch of the newest cluster map this process knows (0 until it learned the bootstrapped map).")
 )
+
+// The Raft series of a replica: the shards' carry the shard label; the
+// metadata group's are names of their own, raftset_meta_raft_* (see
+// raftSeries).
+var (
+	shardRaft = newRaftSeries("raftset_raft_", "", "shard")
+	metaRaft  = newRaftSeries("raftset_meta_raft_", "Metadata group: ")
+)
+
+// raftSeries are the series of one replica of a Raft group, collected by
+// the same code for a shard and for the metadata group. The metadata
+// group's are separate names without a shard label rather than a
+// shard="meta" value, because what users write over the shard label must
+// keep meaning the data shards: sum by (instance) (raftset_raft_is_leader)
+// is a process's share of the shards' leaders (what leader balancing
+// evens out), count(raftset_raft_is_leader == 1) the shards led, and the
+// label's values are the shard ids CLUSTER SHARDS and RAFT.SHARD use; a
+// "meta" row would also lack the keyspace series every shard has.
+// Prefixing the same suffixes keeps the pairs obvious
+// (raftset_raft_term, raftset_meta_raft_term).
+type raftSeries struct {
+	term, commit, applied, lastLog, snapIdx *prometheus.Desc
+	state, leader, hasLeader, leaderChg     *prometheus.Desc
+	lagEntries, lagSeconds, contact         *prometheus.Desc
+}
+
+// newRaftSeries names the series prefix+suffix, their help helpPrefix+help,
+// with labels before the state and peer labels of the series that have one.
+func newRaftSeries(prefix, helpPrefix string, labels ...string) raftSeries {
+	d := func(name, help string, extra ...string) *prometheus.Desc {
+		return desc(prefix+name, helpPrefix+help, append(slices.Clip(labels), extra...)...)
+	}
+	return raftSeries{
+		term:       d("term", "Current Raft term."),
+		commit:     d("commit_index", "Raft commit index known to this node."),
+		applied:    d("applied_index", "Last log index the state machine applied."),
+		lastLog:    d("last_log_index", "Last index in this node's log."),
+		snapIdx:    d("last_snapshot_index", "Index of the newest snapshot."),
+		state:      d("state", "1 for this node's Raft state.", "state"),
+		leader:     d("is_leader", "1 if this node is the leader."),
+		hasLeader:  d("has_leader", "1 if this node knows a leader."),
+		leaderChg:  d("leader_changes_total", "Leader changes this node observed."),
+		lagEntries: d("follower_lag_entries", "Entries the leader applied that a follower had not at its last answer (on the leader).", "peer"),
+		lagSeconds: d("follower_lag_seconds", "How long ago the leader had applied what a follower still lacks (on the leader).", "peer"),
+		contact:    d("follower_last_contact_seconds", "Time since a follower last answered the leader (on the leader).", "peer"),
+	}
+}
+
+func (s *raftSeries) describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{s.term, s.commit, s.applied, s.lastLog, s.snapIdx, s.state, s.leader,
+		s.hasLeader, s.leaderChg, s.lagEntries, s.lagSeconds, s.contact} {
+		ch <- d
+	}
+}
+
+// collect sends st's Raft series with the label values labels.
+func (s *raftSeries) collect(ch chan<- prometheus.Metric, st *stats.Node, labels ...string) {
+	gauge(ch, s.term, float64(st.Term), labels...)
+	gauge(ch, s.commit, float64(st.CommitIndex), labels...)
+	gauge(ch, s.applied, float64(st.AppliedIndex), labels...)
+	gauge(ch, s.lastLog, float64(st.LastLogIndex), labels...)
+	gauge(ch, s.snapIdx, float64(st.LastSnapshotIndex), labels...)
+	for _, state := range []string{"leader", "follower", "candidate", "shutdown"} {
+		gauge(ch, s.state, b2f(st.State == state), append(slices.Clip(labels), state)...)
+	}
+	gauge(ch, s.leader, b2f(st.State == "leader"), labels...)
+	gauge(ch, s.hasLeader, b2f(st.HasLeader), labels...)
+	counter(ch, s.leaderChg, float64(st.LeaderChanges), labels...)
+	for _, f := range st.Followers {
+		if f.SinceContact < 0 {
+			continue // not heard from yet: no lag to report
+		}
+		peer := append(slices.Clip(labels), f.ID)
+		gauge(ch, s.lagEntries, float64(f.LagEntries), peer...)
+		gauge(ch, s.lagSeconds, f.Lag.Seconds(), peer...)
+		gauge(ch, s.contact, f.SinceContact.Seconds(), peer...)
+	}
+}
 
 type frontendCollector struct{ fe Frontend }
 
@@ -128,9 +197,10 @@ type nodeCollector struct {
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dTerm, dCommit, dApplied, dLastLog, dSnapIdx, dSnapSize, dState,
-		dLeader, dHasLeader, dReady, dLeaderChg, dLagEntries, dLagSeconds, dContact, dEntries, dOps, dBatch,
-		dForwarded, dReadIndex, dLinReads, dExpired, dEvicted, dKeys, dKeysExp, dHeap, dRSS, dDataset} {
+	shardRaft.describe(ch)
+	metaRaft.describe(ch)
+	for _, d := range []*prometheus.Desc{dSnapSize, dReady, dEntries, dOps, dBatch, dForwarded, dReadIndex,
+		dLinReads, dExpired, dEvicted, dKeys, dKeysExp, dHeap, dRSS, dDataset, dMetaVoter, dMetaEpoch} {
 		ch <- d
 	}
 }
@@ -151,31 +221,20 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range c.node.ShardStats() {
 		collectShard(ch, &st)
 	}
+	if ms, ok := c.node.MetaStats(); ok {
+		gauge(ch, dMetaVoter, b2f(ms.Voter))
+		gauge(ch, dMetaEpoch, float64(ms.Epoch))
+		if ms.Replica != nil {
+			metaRaft.collect(ch, ms.Replica)
+		}
+	}
 }
 
 // collectShard sends one replica's series, labelled with its shard.
 func collectShard(ch chan<- prometheus.Metric, st *stats.Node) {
 	sh := strconv.FormatUint(uint64(st.Shard), 10)
-	gauge(ch, dTerm, float64(st.Term), sh)
-	gauge(ch, dCommit, float64(st.CommitIndex), sh)
-	gauge(ch, dApplied, float64(st.AppliedIndex), sh)
-	gauge(ch, dLastLog, float64(st.LastLogIndex), sh)
-	gauge(ch, dSnapIdx, float64(st.LastSnapshotIndex), sh)
+	shardRaft.collect(ch, st, sh)
 	gauge(ch, dSnapSize, float64(st.LastSnapshotSize), sh)
-	for _, s := range []string{"leader", "follower", "candidate", "shutdown"} {
-		gauge(ch, dState, b2f(st.State == s), sh, s)
-	}
-	gauge(ch, dLeader, b2f(st.State == "leader"), sh)
-	gauge(ch, dHasLeader, b2f(st.HasLeader), sh)
-	counter(ch, dLeaderChg, float64(st.LeaderChanges), sh)
-	for _, f := range st.Followers {
-		if f.SinceContact < 0 {
-			continue // not heard from yet: no lag to report
-		}
-		gauge(ch, dLagEntries, float64(f.LagEntries), sh, f.ID)
-		gauge(ch, dLagSeconds, f.Lag.Seconds(), sh, f.ID)
-		gauge(ch, dContact, f.SinceContact.Seconds(), sh, f.ID)
-	}
 	counter(ch, dEntries, float64(st.EntriesProposed), sh)
 	counter(ch, dOps, float64(st.OpsProposed), sh)
 	if b := st.BatchOps; b != nil {

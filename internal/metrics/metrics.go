@@ -34,6 +34,10 @@ type Node interface {
 	ShardStats() []stats.Node
 	// ProcessStats are the figures of the process as a whole.
 	ProcessStats() stats.Process
+	// MetaStats is the metadata group as this process sees it; ok is
+	// false on a process without shard-map, which has no such group and
+	// exports none of its series.
+	MetaStats() (m stats.Meta, ok bool)
 	Ready() (bool, string)
 }
 

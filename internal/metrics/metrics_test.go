@@ -32,6 +32,14 @@ func (fakeFE) ClientStats() stats.Clients         { return stats.Clients{Connect
 type fakeNode struct {
 	ready  bool
 	shards []stats.Node // nil: one leader of shard 0
+	meta   *stats.Meta  // nil: a process without shard-map
+}
+
+func (f *fakeNode) MetaStats() (stats.Meta, bool) {
+	if f.meta == nil {
+		return stats.Meta{}, false
+	}
+	return *f.meta, true
 }
 
 func (f *fakeNode) ShardStats() []stats.Node {

@@ -58,6 +58,20 @@ type Node struct {
 	BatchOps *Snapshot
 }
 
+// Meta is a sharded process's view of the metadata group, the Raft group
+// that replicates the cluster map.
+type Meta struct {
+	// Epoch is the configuration epoch of the newest cluster map this
+	// process knows: 0 until it learned the bootstrapped map (epoch 1).
+	Epoch uint64
+	// Voter: this process is a voter of the group, in the configuration
+	// its replica knows.
+	Voter bool
+	// Replica is the state of this process's replica of the group; nil
+	// when it runs none.
+	Replica *Node
+}
+
 // Process is what the metrics read of the process as a whole, whatever
 // replicas it holds.
 type Process struct {
