@@ -178,10 +178,7 @@ func rebalanceReplicas(ac *adminConn, dry bool, stdout io.Writer) error {
 		}
 		plan := cluster.PlanReplicaMoves(m, nil)
 		if dry || len(plan) == 0 {
-			for _, p := range plan {
-				fmt.Fprintf(stdout, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
-			}
-			fmt.Fprintf(stdout, "replicas per node: %s\n", replicaCounts(m, plan))
+			printReplicaPlan(stdout, m, plan)
 			return nil
 		}
 		for _, p := range plan {
@@ -190,6 +187,22 @@ func rebalanceReplicas(ac *adminConn, dry bool, stdout io.Writer) error {
 			}
 		}
 	}
+}
+
+// printReplicaMoves prints replica moves as a plan names them, one a line.
+func printReplicaMoves(w io.Writer, moves []cluster.ReplicaMovePlan) {
+	for _, p := range moves {
+		fmt.Fprintf(w, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
+	}
+}
+
+// printReplicaPlan prints the plan of moves that even out m's replica
+// counts, then the counts they leave: what rebalance --replicas --dry-run
+// prints, and remove-node --dry-run after the drain and the removal that
+// lead to m.
+func printReplicaPlan(w io.Writer, m *cluster.ShardMap, moves []cluster.ReplicaMovePlan) {
+	printReplicaMoves(w, moves)
+	fmt.Fprintf(w, "replicas per node: %s\n", replicaCounts(m, moves))
 }
 
 // replicaCounts is "node=count ..." for m after plan, by node id: every

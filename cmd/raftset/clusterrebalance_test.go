@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -79,6 +80,35 @@ func TestWaitMap(t *testing.T) {
 			}
 			if got := int(reads.Load()); got != tt.wantReads {
 				t.Errorf("waitMap() read the map %d times, want %d", got, tt.wantReads)
+			}
+		})
+	}
+}
+
+func TestPrintReplicaPlan(t *testing.T) {
+	m, err := cluster.DecodeShardMap("epoch 3\nshard 0:0-8191:n1,n2,n3\nshard 1:8192-16383:n1,n2,n3\nnode n4 h:1 h:2\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		moves []cluster.ReplicaMovePlan
+		want  string
+	}{
+		{name: "nothing to move", want: "replicas per node: n1=2 n2=2 n3=2 n4=0\n"},
+		{
+			name:  "moves",
+			moves: []cluster.ReplicaMovePlan{{Shard: 1, From: "n1", To: "n4"}, {Shard: 0, From: "n2", To: "n4"}},
+			want: "move shard 1's replica from n1 to n4\nmove shard 0's replica from n2 to n4\n" +
+				"replicas per node: n1=1 n2=1 n3=2 n4=2\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			printReplicaPlan(&out, m, tt.moves)
+			if out.String() != tt.want {
+				t.Errorf("printReplicaPlan() printed %q, want %q", out.String(), tt.want)
 			}
 		})
 	}

@@ -61,15 +61,9 @@ func removeNode(ac *adminConn, node string, dry bool, stdout io.Writer) error {
 			return err
 		}
 		if dry {
-			for _, p := range plan {
-				fmt.Fprintf(stdout, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
-			}
+			printReplicaMoves(stdout, plan)
 			fmt.Fprintf(stdout, "remove node %s\n", node)
-			even := cluster.PlanReplicaMoves(after, nil)
-			for _, p := range even {
-				fmt.Fprintf(stdout, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
-			}
-			fmt.Fprintf(stdout, "replicas per node: %s\n", replicaCounts(after, even))
+			printReplicaPlan(stdout, after, cluster.PlanReplicaMoves(after, nil))
 			return nil
 		}
 		if !held {
