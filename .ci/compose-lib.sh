@@ -40,7 +40,8 @@ container() { compose ps -q "$1"; }
 
 # on_exit_clean_up installs the exit trap: once started=1, the project is
 # taken down (kept with KEEP=1 after a failure, whose container state and
-# logs are printed), and work (a scratch directory, when set) removed.
+# logs are printed); work (a scratch directory, when set) is removed
+# whatever the outcome, KEEP=1 or not: the containers do not use it.
 started=0
 work=
 on_exit_clean_up() {
@@ -54,14 +55,14 @@ clean_up() {
       step "failed (exit $rc): container state and logs"
       compose ps || true
       compose logs --no-color --tail=40 || true
-      if [ "${KEEP:-0}" = 1 ]; then
-        echo "KEEP=1: leaving project $COMPOSE_PROJECT_NAME up; remove it with:"
-        echo "  COMPOSE_PROJECT_NAME=$COMPOSE_PROJECT_NAME ${compose_cmd[*]} -f $compose_file down -v"
-        exit "$rc"
-      fi
     fi
-    step "clean up: down -v"
-    compose down -v --remove-orphans --timeout 5 || true
+    if [ "$rc" != 0 ] && [ "${KEEP:-0}" = 1 ]; then
+      echo "KEEP=1: leaving project $COMPOSE_PROJECT_NAME up; remove it with:"
+      echo "  COMPOSE_PROJECT_NAME=$COMPOSE_PROJECT_NAME ${compose_cmd[*]} -f $compose_file down -v"
+    else
+      step "clean up: down -v"
+      compose down -v --remove-orphans --timeout 5 || true
+    fi
   fi
   [ -z "$work" ] || rm -rf "$work"
   exit "$rc"

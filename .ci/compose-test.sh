@@ -30,16 +30,36 @@ ok "$("${compose_cmd[@]}" version 2>/dev/null | head -n1)"
 export COMPOSE_PROJECT_NAME="raftsetci$$$(date +%s)"
 compose_file=docker-compose.yml
 
-# Host ports: free ones unless given.
-[ -n "${RAFTSET_N1_PORT:-}" ] && FIXED_PORTS=1
-export RAFTSET_N1_PORT=${RAFTSET_N1_PORT:-$(pick_port)}
-taken[$RAFTSET_N1_PORT]=1
-export RAFTSET_N2_PORT=${RAFTSET_N2_PORT:-$(pick_port)}
-taken[$RAFTSET_N2_PORT]=1
-export RAFTSET_N3_PORT=${RAFTSET_N3_PORT:-$(pick_port)}
+# Host ports: the RAFTSET_N<i>_PORT given, else free ones (pick_ports).
 nodes=(n1 n2 n3)
-declare -A port=([n1]=$RAFTSET_N1_PORT [n2]=$RAFTSET_N2_PORT [n3]=$RAFTSET_N3_PORT)
+declare -A port=() picked=()
+for n in "${nodes[@]}"; do
+  v=RAFTSET_${n^^}_PORT
+  if [ -n "${!v:-}" ]; then
+    port[$n]=${!v}
+    taken[${!v}]=1
+    export "${v?}"
+  else
+    picked[$n]=1
+  fi
+done
+# pick_ports gives each node that was not given a port a free one, distinct
+# from the other nodes' and from every port picked before (taken keeps
+# them all: pick_port runs in a subshell and cannot record what it
+# returns), so that a retry after a clash does not pick the taken port
+# again.
+pick_ports() {
+  local n p
+  for n in "${!picked[@]}"; do
+    p=$(pick_port)
+    taken[$p]=1
+    port[$n]=$p
+    export "RAFTSET_${n^^}_PORT=$p"
+  done
+}
+pick_ports
 ok "project $COMPOSE_PROJECT_NAME, client ports n1=${port[n1]} n2=${port[n2]} n3=${port[n3]}"
+work=$(mktemp -d) # compose up's output, for the retry below
 on_exit_clean_up
 
 
@@ -126,20 +146,18 @@ ok "image raftset:local: $(docker image inspect -f '{{.Size}}' raftset:local) by
 step "start n1, n2, n3 (compose up -d)"
 started=1
 # A host port can still be taken between picking it and docker's bind: then
-# start over on new ports (only when we picked them).
+# start over on new ports (only those we picked).
 for attempt in 1 2 3; do
-  if compose up -d --no-build 2>&1 | tee "/tmp/$COMPOSE_PROJECT_NAME.up"; [ "${PIPESTATUS[0]}" = 0 ]; then
+  if compose up -d --no-build 2>&1 | tee "$work/up"; [ "${PIPESTATUS[0]}" = 0 ]; then
     break
   fi
-  if [ "$attempt" = 3 ] || [ -n "${FIXED_PORTS:-}" ] || ! grep -q "address already in use" "/tmp/$COMPOSE_PROJECT_NAME.up"; then
+  if [ "$attempt" = 3 ] || [ "${#picked[@]}" = 0 ] || ! grep -q "address already in use" "$work/up"; then
     fail "compose up failed"
   fi
   compose down -v --remove-orphans --timeout 5 || true
-  export RAFTSET_N1_PORT=$(pick_port) RAFTSET_N2_PORT=$(pick_port) RAFTSET_N3_PORT=$(pick_port)
-  port=([n1]=$RAFTSET_N1_PORT [n2]=$RAFTSET_N2_PORT [n3]=$RAFTSET_N3_PORT)
+  pick_ports
   ok "a port was taken; retrying on n1=${port[n1]} n2=${port[n2]} n3=${port[n3]}"
 done
-rm -f "/tmp/$COMPOSE_PROJECT_NAME.up"
 compose ps
 
 step "wait for all three containers to be healthy (image HEALTHCHECK: raftset healthcheck)"

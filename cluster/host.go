@@ -395,16 +395,3 @@ func (h *Host) WaitLeader(ctx context.Context) error {
 // slotRefused is the state machine's refusal of a command on a slot it
 // does not own (or that is moving).
 const slotRefused = "-TRYAGAIN Multiple keys request during rehashing of slot"
-
-// pause waits d between the tries of an admin step: it returns ctx's error
-// if ctx ends first, and an error if the host shuts down.
-func (h *Host) pause(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-h.stop:
-		return errors.New("shutting down")
-	case <-time.After(d):
-		return nil
-	}
-}

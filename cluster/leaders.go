@@ -232,20 +232,17 @@ func (h *Host) transferShard(ctx context.Context, id uint32, to string) error {
 	}); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(transferWait)
-	for {
-		l, err := h.shardLeader(ctx, id)
-		if err == nil && l == to {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = errors.New("the shard's leader is " + l)
-			}
-			return fmt.Errorf("the transfer did not show within %s: %w", transferWait, err)
-		}
-		if err := h.pause(ctx, 50*time.Millisecond); err != nil {
-			return err
-		}
+	var l string
+	var err error
+	perr := h.poll(ctx, transferWait, 50*time.Millisecond, func() bool {
+		l, err = h.shardLeader(ctx, id)
+		return err == nil && l == to
+	})
+	if !errors.Is(perr, errPollLimit) {
+		return perr
 	}
+	if err == nil {
+		err = errors.New("the shard's leader is " + l)
+	}
+	return fmt.Errorf("the transfer did not show within %s: %w", transferWait, err)
 }

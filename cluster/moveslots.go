@@ -304,20 +304,18 @@ func (h *Host) slotStep(ctx context.Context, id uint32, op command.SlotOp) ([]by
 // steps are idempotent, so an unknown outcome is simply repeated), for at
 // most stepRetry; an error reply is the error.
 func (h *Host) retry(ctx context.Context, f func() []byte) ([]byte, error) {
-	deadline := time.Now().Add(stepRetry)
-	for {
-		r := f()
-		transient := strings.HasPrefix(string(r), "-TRYAGAIN") || strings.HasPrefix(string(r), "-CLUSTERDOWN")
-		if !command.IsError(r) {
-			return r, nil
-		}
-		if !transient || time.Now().After(deadline) {
-			return nil, errors.New(strings.TrimSpace(string(r[1:])))
-		}
-		if err := h.pause(ctx, 100*time.Millisecond); err != nil {
-			return nil, err
-		}
+	var r []byte
+	err := h.poll(ctx, stepRetry, 100*time.Millisecond, func() bool {
+		r = f()
+		return !strings.HasPrefix(string(r), "-TRYAGAIN") && !strings.HasPrefix(string(r), "-CLUSTERDOWN")
+	})
+	if err != nil && !errors.Is(err, errPollLimit) {
+		return nil, err
 	}
+	if command.IsError(r) {
+		return nil, errors.New(strings.TrimSpace(string(r[1:])))
+	}
+	return r, nil
 }
 
 // shardCall runs an internal call on shard id: on the replica here, else

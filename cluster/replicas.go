@@ -246,54 +246,47 @@ func (h *Host) leadElsewhere(ctx context.Context, sh Shard, node string) error {
 
 // waitLeaderOtherThan waits until shard id names a leader other than node.
 func (h *Host) waitLeaderOtherThan(ctx context.Context, id uint32, node string) error {
-	deadline := time.Now().Add(stepRetry)
-	for {
-		l, err := h.shardLeader(ctx, id)
-		if err == nil && l != node {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("shard %d named no leader other than %s within %s (last: %q, %v); %s is out of its group and the map", id, node, stepRetry, l, err, node)
-		}
-		if err := h.pause(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
+	var l string
+	var err error
+	perr := h.poll(ctx, stepRetry, 100*time.Millisecond, func() bool {
+		l, err = h.shardLeader(ctx, id)
+		return err == nil && l != node
+	})
+	if errors.Is(perr, errPollLimit) {
+		return fmt.Errorf("shard %d named no leader other than %s within %s (last: %q, %v); %s is out of its group and the map", id, node, stepRetry, l, err, node)
 	}
+	return perr
 }
 
 // readMetaSettled reads the replicated map, again for up to stepRetry
 // while the metadata group cannot serve the read (a new leader that has
 // not committed in its term yet), as a client retries -TRYAGAIN.
 func (h *Host) readMetaSettled(ctx context.Context) (*ShardMap, error) {
-	deadline := time.Now().Add(stepRetry)
-	for {
-		m, err := h.readMeta(ctx, false)
-		if err == nil || !strings.Contains(err.Error(), "TRYAGAIN") || time.Now().After(deadline) {
-			return m, err
-		}
-		if err := h.pause(ctx, 50*time.Millisecond); err != nil {
-			return nil, err
-		}
+	var m *ShardMap
+	var err error
+	perr := h.poll(ctx, stepRetry, 50*time.Millisecond, func() bool {
+		m, err = h.readMeta(ctx, false)
+		return err == nil || !strings.Contains(err.Error(), "TRYAGAIN")
+	})
+	if perr != nil && !errors.Is(perr, errPollLimit) {
+		return nil, perr
 	}
+	return m, err // at the limit, the last TRYAGAIN
 }
 
 // waitSuffrage waits until shard id's leader lists node with suffrage.
 func (h *Host) waitSuffrage(ctx context.Context, id uint32, node, suffrage string) error {
-	deadline := time.Now().Add(promoteWait)
-	for {
-		r := h.shardCall(ctx, id, [][]byte{[]byte(cmdSuffrage), []byte(node)})
+	var r []byte
+	perr := h.poll(ctx, promoteWait, 100*time.Millisecond, func() bool {
+		r = h.shardCall(ctx, id, [][]byte{[]byte(cmdSuffrage), []byte(node)})
 		v, err := respwire.Parse(r)
-		if err == nil && v.Kind == '$' && v.Str == suffrage {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s is not a %s of shard %d after %s (last answer %q); the map names it, run ADDREPLICA's check again with RAFT.SHARD %d RAFT.INFO",
-				node, suffrage, id, promoteWait, strings.TrimSpace(string(r)), id)
-		}
-		if err := h.pause(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
+		return err == nil && v.Kind == '$' && v.Str == suffrage
+	})
+	if errors.Is(perr, errPollLimit) {
+		return fmt.Errorf("%s is not a %s of shard %d after %s (last answer %q); the map names it, run ADDREPLICA's check again with RAFT.SHARD %d RAFT.INFO",
+			node, suffrage, id, promoteWait, strings.TrimSpace(string(r)), id)
 	}
+	return perr
 }
 
 // stopRemovedShards closes this process's replica of every shard the map

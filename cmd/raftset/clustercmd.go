@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"raftset/cluster"
 	"raftset/internal/respwire"
 )
 
@@ -285,32 +286,16 @@ func runAddNode(args []string, stdout, stderr io.Writer) int {
 		if _, err := ac.callRetrying("RAFT.SHARD", "ADDNODE", n.id, n.addr, n.raft); err != nil {
 			return err
 		}
-		if err := waitNodeRecord(ac, n.id); err != nil {
+		// A rebalance --replicas sent to this node next counts the new one.
+		if err := waitMap(ac, "node "+n.id, func(m *cluster.ShardMap) bool {
+			_, ok := m.Nodes[n.id]
+			return ok
+		}); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "added node %s (client %s, raft %s)\n", n.id, n.addr, n.raft)
 		return nil
 	})
-}
-
-// waitNodeRecord waits until the node asked routes by a map with node
-// id's record (it adopts the driver's map within a refresh), so that a
-// rebalance --replicas sent to it next counts the new node.
-func waitNodeRecord(ac *adminConn, id string) error {
-	for {
-		m, err := shardMap(ac)
-		if err != nil {
-			return err
-		}
-		if _, ok := m.Nodes[id]; ok {
-			return nil
-		}
-		select {
-		case <-ac.ctx.Done():
-			return fmt.Errorf("waiting for the map to show node %s: %w", id, ac.ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // runAdminFunc dials the node of af and runs f on the connection, printing

@@ -63,6 +63,27 @@ func shardMap(ac *adminConn) (*cluster.ShardMap, error) {
 	return cluster.DecodeShardMap(r.Str)
 }
 
+// waitMap reads the map the node asked routes by until done holds for it
+// (a node adopts the driver's map within a refresh), so that what runs
+// next (a plan, a count) starts from it; what names the awaited state in
+// the error when the context ends first.
+func waitMap(ac *adminConn, what string, done func(*cluster.ShardMap) bool) error {
+	for {
+		m, err := shardMap(ac)
+		if err != nil {
+			return err
+		}
+		if done(m) {
+			return nil
+		}
+		select {
+		case <-ac.ctx.Done():
+			return fmt.Errorf("waiting for the map to show %s: %w", what, ac.ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // rebalanceSlots runs the moves that even out the shards' slot counts one
 // at a time (one move at a time is what the driver allows): a move in
 // progress is completed first, then the plan of the map as it is then,
@@ -115,19 +136,10 @@ func runMove(ac *adminConn, stdout io.Writer, p cluster.SlotMovePlan, verb strin
 	if _, err := ac.callRetrying("RAFT.SHARD", "MOVESLOTS", first, last, to); err != nil {
 		return fmt.Errorf("MOVESLOTS %s %s %s: %w", first, last, to, err)
 	}
-	for {
-		m, err := shardMap(ac)
-		if err != nil {
-			return err
-		}
-		if m.Move == nil && m.ShardOf(p.First) == p.To && m.ShardOf(p.Last) == p.To {
-			break
-		}
-		select {
-		case <-ac.ctx.Done():
-			return fmt.Errorf("waiting for the map to show slots %s-%s in shard %s: %w", first, last, to, ac.ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := waitMap(ac, "slots "+first+"-"+last+" in shard "+to, func(m *cluster.ShardMap) bool {
+		return m.Move == nil && m.ShardOf(p.First) == p.To && m.ShardOf(p.Last) == p.To
+	}); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "%s slots %d-%d from shard %d to shard %d\n", verb, p.First, p.Last, p.From, p.To)
 	return nil
@@ -166,10 +178,7 @@ func rebalanceReplicas(ac *adminConn, dry bool, stdout io.Writer) error {
 		}
 		plan := cluster.PlanReplicaMoves(m, nil)
 		if dry || len(plan) == 0 {
-			for _, p := range plan {
-				fmt.Fprintf(stdout, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
-			}
-			fmt.Fprintf(stdout, "replicas per node: %s\n", replicaCounts(m, plan))
+			printReplicaPlan(stdout, m, plan)
 			return nil
 		}
 		for _, p := range plan {
@@ -180,24 +189,20 @@ func rebalanceReplicas(ac *adminConn, dry bool, stdout io.Writer) error {
 	}
 }
 
-// waitReplicaMoved waits until the node asked routes by a map with p done
-// (it adopts the driver's map within a refresh), so that the next plan
-// starts from it.
-func waitReplicaMoved(ac *adminConn, p cluster.ReplicaMovePlan) error {
-	for {
-		m, err := shardMap(ac)
-		if err != nil {
-			return err
-		}
-		if sh, ok := m.Shard(p.Shard); ok && slices.Contains(sh.Members, p.To) && !slices.Contains(sh.Members, p.From) {
-			return nil
-		}
-		select {
-		case <-ac.ctx.Done():
-			return fmt.Errorf("waiting for the map to show shard %d's replica on %s, not %s: %w", p.Shard, p.To, p.From, ac.ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+// printReplicaMoves prints replica moves as a plan names them, one a line.
+func printReplicaMoves(w io.Writer, moves []cluster.ReplicaMovePlan) {
+	for _, p := range moves {
+		fmt.Fprintf(w, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
 	}
+}
+
+// printReplicaPlan prints the plan of moves that even out m's replica
+// counts, then the counts they leave: what rebalance --replicas --dry-run
+// prints, and remove-node --dry-run after the drain and the removal that
+// lead to m.
+func printReplicaPlan(w io.Writer, m *cluster.ShardMap, moves []cluster.ReplicaMovePlan) {
+	printReplicaMoves(w, moves)
+	fmt.Fprintf(w, "replicas per node: %s\n", replicaCounts(m, moves))
 }
 
 // replicaCounts is "node=count ..." for m after plan, by node id: every

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"raftset/cluster"
 )
@@ -62,15 +61,9 @@ func removeNode(ac *adminConn, node string, dry bool, stdout io.Writer) error {
 			return err
 		}
 		if dry {
-			for _, p := range plan {
-				fmt.Fprintf(stdout, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
-			}
+			printReplicaMoves(stdout, plan)
 			fmt.Fprintf(stdout, "remove node %s\n", node)
-			even := cluster.PlanReplicaMoves(after, nil)
-			for _, p := range even {
-				fmt.Fprintf(stdout, "move shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
-			}
-			fmt.Fprintf(stdout, "replicas per node: %s\n", replicaCounts(after, even))
+			printReplicaPlan(stdout, after, cluster.PlanReplicaMoves(after, nil))
 			return nil
 		}
 		if !held {
@@ -85,7 +78,10 @@ func removeNode(ac *adminConn, node string, dry bool, stdout io.Writer) error {
 			}
 		}
 	}
-	if err := waitRemoved(ac, node); err != nil {
+	// The rebalance that follows plans without the node.
+	if err := waitMap(ac, "node "+node+" removed", func(m *cluster.ShardMap) bool {
+		return slices.Contains(m.Removed, node)
+	}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "removed node %s\n", node)
@@ -108,28 +104,12 @@ func moveReplica(ac *adminConn, p cluster.ReplicaMovePlan, stdout io.Writer) err
 	if _, err := ac.callRetrying("RAFT.SHARD", "REMOVEREPLICA", id, p.From); err != nil {
 		return fmt.Errorf("REMOVEREPLICA %s %s (after adding %s): %w", id, p.From, p.To, err)
 	}
-	if err := waitReplicaMoved(ac, p); err != nil {
+	if err := waitMap(ac, fmt.Sprintf("shard %d's replica on %s, not %s", p.Shard, p.To, p.From), func(m *cluster.ShardMap) bool {
+		sh, ok := m.Shard(p.Shard)
+		return ok && slices.Contains(sh.Members, p.To) && !slices.Contains(sh.Members, p.From)
+	}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "moved shard %d's replica from %s to %s\n", p.Shard, p.From, p.To)
 	return nil
-}
-
-// waitRemoved waits until the node asked routes by a map without node, so
-// that the rebalance that follows plans without it.
-func waitRemoved(ac *adminConn, node string) error {
-	for {
-		m, err := shardMap(ac)
-		if err != nil {
-			return err
-		}
-		if slices.Contains(m.Removed, node) {
-			return nil
-		}
-		select {
-		case <-ac.ctx.Done():
-			return fmt.Errorf("waiting for the map to show node %s removed: %w", node, ac.ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
