@@ -56,7 +56,7 @@ func (h *Host) driveAddShard(ctx context.Context, members []string) (uint32, err
 			return 0, fmt.Errorf("node %s named twice", m)
 		}
 	}
-	id := cur.Shards[len(cur.Shards)-1].ID + 1
+	id := cur.nextShardID()
 	if id >= MetaGroup {
 		return 0, fmt.Errorf("no shard id left")
 	}

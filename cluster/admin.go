@@ -61,7 +61,7 @@ func (n *Node) Admin(ctx context.Context, args [][]byte) []byte {
 		// A single-group node is shard 0 (Host.Admin routes the command
 		// between the shards of a process that hosts several).
 		if sub := strings.ToLower(string(args[1])); sub == "moveslots" || sub == "map" || sub == "balance-leaders" || sub == "addshard" ||
-			sub == "addreplica" || sub == "removereplica" {
+			sub == "addreplica" || sub == "removereplica" || sub == "removeshard" {
 			return command.Error("ERR RAFT.SHARD " + strings.ToUpper(sub) + " needs a sharded node (shard-map)")
 		}
 		if len(args) < 3 || string(args[1]) != strconv.FormatUint(uint64(n.cfg.Shard), 10) ||

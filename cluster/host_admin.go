@@ -41,6 +41,8 @@ func (h *Host) Admin(ctx context.Context, args [][]byte) []byte {
 			return h.addNodeCmd(ctx, args)
 		case "removenode":
 			return h.removeNodeCmd(ctx, args)
+		case "removeshard":
+			return h.removeShardCmd(ctx, args)
 		case "balance-leaders":
 			dry := len(args) == 3 && strings.EqualFold(string(args[2]), "dry-run")
 			if len(args) > 3 || len(args) == 3 && !dry {
@@ -250,6 +252,12 @@ func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 			return bad
 		}
 		return h.removeNode(ctx, id, relayed)
+	case cmdRemoveShard:
+		shard, mode, relayed, bad := removeShardArgs(args)
+		if bad != nil {
+			return bad
+		}
+		return h.removeShard(ctx, shard, mode, relayed)
 	case cmdHome:
 		if home := h.Home(); home != nil {
 			return command.AppendInt(nil, int64(home.cfg.Shard))

@@ -318,6 +318,7 @@ func TestAdmin(t *testing.T) {
 		{[]string{"raft.shard", "1", "role"}, "-ERR this node holds no replica of shard 1\r\n"},
 		{[]string{"raft.shard", "map"}, "-ERR RAFT.SHARD MAP needs a sharded node (shard-map)\r\n"},
 		{[]string{"raft.shard", "moveslots", "0", "1", "1"}, "-ERR RAFT.SHARD MOVESLOTS needs a sharded node (shard-map)\r\n"},
+		{[]string{"raft.shard", "removeshard", "1"}, "-ERR RAFT.SHARD REMOVESHARD needs a sharded node (shard-map)\r\n"},
 		{[]string{"raft.shard", "0", "raft.shard", "0", "role"}, "-ERR this node holds no replica of shard 0\r\n"},
 		{[]string{"wait", "0", "0"}, ":0\r\n"},
 		{[]string{"wait", "1", "10"}, ":0\r\n"},

@@ -43,7 +43,13 @@ type ShardMap struct {
 	// (removenode.go), sorted: no longer nodes of it, whether their
 	// process is in peers or was recorded.
 	Removed []string
-	owner   [slot.Count]uint32
+	// RemovedShards are the ids of the shards RAFT.SHARD REMOVESHARD took
+	// out of the map (removeshard.go), sorted: a repeat of the removal
+	// answers +OK rather than "no shard", and ADDSHARD never gives a new
+	// shard an id whose old directory (dir/shards/<id>, kept) a member may
+	// still have.
+	RemovedShards []uint32
+	owner         [slot.Count]uint32
 }
 
 // NodeRecord is a node's addresses in the map: Client as other processes
@@ -248,6 +254,9 @@ func (m *ShardMap) Encode() string {
 	for _, id := range m.Removed {
 		fmt.Fprintf(&b, "removed %s\n", id)
 	}
+	for _, id := range m.RemovedShards {
+		fmt.Fprintf(&b, "removed-shard %d\n", id)
+	}
 	if mv := m.Move; mv != nil {
 		fmt.Fprintf(&b, "move %d-%d %d %d %d %d", mv.First, mv.Last, mv.From, mv.To, mv.Epoch, mv.Flip)
 		if mv.Abort != 0 {
@@ -284,6 +293,7 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 	nodes := map[string]NodeRecord{}
 	homes := map[string]uint32{}
 	var removed []string
+	var removedShards []uint32
 	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
 		kind, rest, _ := strings.Cut(line, " ")
 		switch kind {
@@ -313,6 +323,12 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 				return nil, fmt.Errorf("cluster map: bad removed line %q", line)
 			}
 			removed = append(removed, rest)
+		case "removed-shard":
+			v, err := strconv.ParseUint(rest, 10, 32)
+			if err != nil || v >= uint64(MetaGroup) || slices.Contains(removedShards, uint32(v)) {
+				return nil, fmt.Errorf("cluster map: bad removed-shard line %q", line)
+			}
+			removedShards = append(removedShards, uint32(v))
 		case "added":
 			id, nodes, ok := strings.Cut(rest, " ")
 			v, err := strconv.ParseUint(id, 10, 32)
@@ -359,6 +375,15 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 	if len(removed) > 0 {
 		slices.Sort(removed)
 		m.Removed = removed
+	}
+	for _, id := range removedShards {
+		if _, ok := m.Shard(id); ok {
+			return nil, fmt.Errorf("cluster map: shard %d is both in the map and removed", id)
+		}
+	}
+	if len(removedShards) > 0 {
+		slices.Sort(removedShards)
+		m.RemovedShards = removedShards
 	}
 	return m, nil
 }
@@ -431,6 +456,7 @@ func (m *ShardMap) clone() *ShardMap {
 	c.Nodes = maps.Clone(m.Nodes) // NodeRecord is a value
 	c.Homes = maps.Clone(m.Homes)
 	c.Removed = slices.Clone(m.Removed)
+	c.RemovedShards = slices.Clone(m.RemovedShards)
 	if m.Added != nil {
 		c.Added = make(map[uint32][]string, len(m.Added))
 		for id, a := range m.Added {

@@ -17,13 +17,14 @@ import (
 
 // raftset cluster: builds a sharded cluster's configuration (create) and
 // drives its map through RAFT.SHARD commands that any node takes
-// (move-slots, rebalance, add-shard, add-node, remove-node;
+// (move-slots, rebalance, add-shard, remove-shard, add-node, remove-node;
 // docs/sharding.md).
 const clusterUsage = `usage: raftset cluster create --shards S --replicas R [--out DIR] ID@HOST:PORT[,RAFTHOST:RAFTPORT] ...
        raftset cluster move-slots [--addr host:port] [--password P] [--timeout 10m] FIRST LAST SHARD
        raftset cluster move-slots --abort [--addr host:port] [--password P] [--timeout 10m]
        raftset cluster rebalance [--leaders | --replicas] [--dry-run] [--addr host:port] [--password P] [--timeout 10m]
        raftset cluster add-shard [--addr host:port] [--password P] [--timeout 10m] NODE-ID ...
+       raftset cluster remove-shard [--dry-run] [--addr host:port] [--password P] [--timeout 10m] ID
        raftset cluster add-node [--addr host:port] [--password P] [--timeout 10m] ID@HOST:PORT[,RAFTHOST:RAFTPORT]
        raftset cluster remove-node [--dry-run] [--addr host:port] [--password P] [--timeout 10m] ID
 
@@ -71,6 +72,17 @@ RAFT.SHARD ADDSHARD, run by the metadata group's leader. Its members start
 it when they see the new map; it answers once the shard has a leader.
 Then rebalance gives it its share of the slots.
 
+remove-shard removes a shard that owns no slot any more (move-slots or
+rebalance moved them off) from the map: RAFT.SHARD REMOVESHARD, run by the
+metadata group's leader. Its members close their replicas when they see
+the new map; their directories (shards/ID in each member's data
+directory) stay for you to delete. Refused: a shard that still owns a
+slot, one a slot move in progress involves, the only shard, the first
+shard of the map the cluster was created with (its members are the
+metadata group's voters), and a node's home shard while that node holds
+other replicas. --dry-run runs those checks only. A shard removed already
+is reported so.
+
 add-node records a new node in the cluster map (RAFT.SHARD ADDNODE, run by
 the metadata group's leader): its id, client address and Raft address
 (default the client port + 10000), which every process looks up after its
@@ -109,6 +121,8 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 			return runRebalance(args[1:], stdout, stderr)
 		case "add-shard":
 			return runAddShard(args[1:], stdout, stderr)
+		case "remove-shard":
+			return runRemoveShard(args[1:], stdout, stderr)
 		case "add-node":
 			return runAddNode(args[1:], stdout, stderr)
 		case "remove-node":

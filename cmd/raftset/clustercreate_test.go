@@ -140,3 +140,26 @@ func TestClusterRemoveNodeArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterRemoveShardArgs: remove-shard refuses a bad command line
+// before it dials any node (exit 2 and why).
+func TestClusterRemoveShardArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{nil, "usage: raftset cluster create"},
+		{[]string{"1", "2"}, "usage: raftset cluster create"},
+		{[]string{"--dry-run"}, "usage: raftset cluster create"},
+		{[]string{"x"}, "raftset cluster remove-shard: \"x\" is not a shard id\n"},
+		{[]string{"268435455"}, "raftset cluster remove-shard: \"268435455\" is not a shard id\n"},
+	} {
+		var out, errOut strings.Builder
+		if code := runCluster(append([]string{"remove-shard", "--addr", "127.0.0.1:1"}, tc.args...), &out, &errOut); code != 2 {
+			t.Errorf("remove-shard %q: exit %d, want 2 (stderr %q)", tc.args, code, errOut.String())
+		}
+		if !strings.HasPrefix(errOut.String(), tc.wantErr) || out.Len() != 0 {
+			t.Errorf("remove-shard %q: stdout %q, stderr %q, want stderr starting %q", tc.args, out.String(), errOut.String(), tc.wantErr)
+		}
+	}
+}
