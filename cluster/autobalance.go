@@ -79,7 +79,7 @@ func (h *Host) runLeaderBalance() {
 		case <-time.After(balancePoll(every)):
 		}
 		every = h.LeaderBalanceInterval()
-		if every <= 0 || h.meta == nil || !h.meta.IsLeader() {
+		if m := h.meta.Load(); every <= 0 || m == nil || !m.IsLeader() {
 			// A process that becomes the metadata leader waits a whole
 			// interval of its own before it moves anything.
 			sig, fails, retryAt = "", 0, time.Time{}

@@ -65,10 +65,11 @@ type Host struct {
 	remote   map[uint32]remoteLeader
 	pool     pool // connections to those members
 
-	// The metadata group (metagroup.go): meta is this process's voter, nil
-	// unless it is a member of the bootstrap map's first shard.
+	// The metadata group (metagroup.go): meta is this process's replica,
+	// nil while it runs none (metavoters.go decides: started and closed
+	// under startMu, as the shards).
 	bootstrap *ShardMap // the shard-map directive
-	meta      *Node
+	meta      atomic.Pointer[Node]
 	// metaFirst is the index in metaVoters of the voter a process outside
 	// the group asks for the map first (fetchMap).
 	metaFirst atomic.Uint32
@@ -203,7 +204,7 @@ func NewHost(cfg Config, m *ShardMap, newFSM func(shard uint32) *fsm.FSM) (_ *Ho
 	if len(ids) > 0 {
 		h.home.Store(nodes[ids[0]])
 	}
-	if err := h.startMeta(cfg); err != nil {
+	if err := h.startMeta(); err != nil {
 		return nil, err
 	}
 	h.bal.interval.Store(int64(max(cfg.LeaderBalanceInterval, 0)))
@@ -275,8 +276,8 @@ func (h *Host) Close() error {
 		h.startMu.Unlock()
 	}
 	var errs []error
-	if h.meta != nil {
-		if err := h.meta.Close(); err != nil {
+	if m := h.meta.Load(); m != nil {
+		if err := m.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("metadata group: %w", err))
 		}
 	}
@@ -326,8 +327,9 @@ func (h *Host) Fatal() <-chan struct{} {
 		watched[id] = true
 		go watch(n)
 	}
-	if h.meta != nil {
-		go watch(h.meta)
+	meta := h.meta.Load()
+	if meta != nil {
+		go watch(meta)
 	}
 	// Shards the map adds later (addshard.go) are watched once started.
 	go func() {
@@ -347,6 +349,11 @@ func (h *Host) Fatal() <-chan struct{} {
 					go watch(n)
 				}
 			}
+			// A metadata replica started (or started again) later.
+			if m := h.meta.Load(); m != nil && m != meta {
+				meta = m
+				go watch(m)
+			}
 		}
 	}()
 	return out
@@ -359,8 +366,8 @@ func (h *Host) FatalErr() error {
 			return fmt.Errorf("shard %d: %w", id, err)
 		}
 	}
-	if h.meta != nil {
-		if err := h.meta.FatalErr(); err != nil {
+	if m := h.meta.Load(); m != nil {
+		if err := m.FatalErr(); err != nil {
 			return fmt.Errorf("metadata group: %w", err)
 		}
 	}
@@ -384,8 +391,8 @@ func (h *Host) WaitLeader(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-	if h.meta != nil {
-		if err := h.meta.FatalErr(); err != nil {
+	if m := h.meta.Load(); m != nil {
+		if err := m.FatalErr(); err != nil {
 			return fmt.Errorf("metadata group: %w", err)
 		}
 	}

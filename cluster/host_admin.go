@@ -41,6 +41,8 @@ func (h *Host) Admin(ctx context.Context, args [][]byte) []byte {
 			return h.addNodeCmd(ctx, args)
 		case "removenode":
 			return h.removeNodeCmd(ctx, args)
+		case "addmeta", "removemeta":
+			return h.metaCmd(ctx, args)
 		case "removeshard":
 			return h.removeShardCmd(ctx, args)
 		case "balance-leaders":
@@ -211,9 +213,6 @@ func (h *Host) moveSlotsArgs(ctx context.Context, args [][]byte, relayed bool) [
 func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 	switch strings.ToLower(string(args[0])) {
 	case cmdMetaMap:
-		if h.meta == nil {
-			return command.Error("TRYAGAIN this node is not a member of the metadata group")
-		}
 		return h.serveMetaMap(ctx)
 	case cmdMoveSlots:
 		if len(args) != 4 && len(args) != 5 {
@@ -252,6 +251,12 @@ func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 			return bad
 		}
 		return h.removeNode(ctx, id, relayed)
+	case cmdAddMeta, cmdRemoveMeta:
+		node, relayed, bad := metaArgsInternal(args)
+		if bad != nil {
+			return bad
+		}
+		return h.metaArgs(ctx, strings.EqualFold(string(args[0]), cmdAddMeta), node, relayed)
 	case cmdRemoveShard:
 		shard, mode, relayed, bad := removeShardArgs(args)
 		if bad != nil {
@@ -269,10 +274,11 @@ func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 		}
 		return h.balanceLeaders(ctx, strings.EqualFold(string(args[1]), "dry-run"), len(args) == 3)
 	}
-	if h.meta == nil {
+	meta := h.MetaNode()
+	if meta == nil {
 		return command.Error("TRYAGAIN this node is not a member of the metadata group")
 	}
-	return h.meta.Internal(ctx, args)
+	return meta.Internal(ctx, args)
 }
 
 // Ready reports whether the process should take traffic (/readyz): every
@@ -318,9 +324,9 @@ func (h *Host) ProcessStats() stats.Process { return processStats() }
 // bootstrap map's first shard, metagroup.go).
 func (h *Host) MetaStats() (stats.Meta, bool) {
 	m := stats.Meta{Epoch: h.Map().Epoch}
-	if h.meta != nil {
-		st := h.meta.NodeStats()
-		m.Replica, m.Voter = &st, h.meta.isVoter()
+	if meta := h.MetaNode(); meta != nil {
+		st := meta.NodeStats()
+		m.Replica, m.Voter = &st, meta.isVoter()
 	}
 	return m, true
 }

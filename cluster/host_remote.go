@@ -21,6 +21,7 @@ func (h *Host) runRemote() {
 		h.refreshMap()
 		h.startNewShards()
 		h.stopRemovedShards()
+		h.syncMeta()
 		h.refreshRemote()
 		select {
 		case <-h.stop:

@@ -161,7 +161,9 @@ func (h *Host) memberAddr(id uint32) string {
 }
 
 // clientAddr is node id's client address: as the map gives it (a member's
-// "@addr", else its node record), else as a shard held here published it.
+// "@addr", else its node record), else as a shard held here, or the
+// metadata group's replica here, published it (a metadata voter added with
+// RAFT.SHARD ADDMETA may share no shard with this process).
 func (h *Host) clientAddr(id string) string { return h.clientAddrIn(h.Map(), id) }
 
 func (h *Host) clientAddrIn(m *ShardMap, id string) string {
@@ -175,6 +177,9 @@ func (h *Host) clientAddrIn(m *ShardMap, id string) string {
 		if a := h.held.Load().nodes[hid].ClientAddr(id); a != "" {
 			return a
 		}
+	}
+	if meta := h.MetaNode(); meta != nil {
+		return meta.ClientAddr(id)
 	}
 	return ""
 }

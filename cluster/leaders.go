@@ -42,15 +42,16 @@ const (
 // process: one hop from a voter (marked relayed, so never relayed again),
 // two from a process outside the group. what names it in errors.
 func (h *Host) relayToMeta(ctx context.Context, what string, args [][]byte, relayed bool, run func() []byte) []byte {
-	if h.meta != nil && h.meta.IsLeader() {
+	meta := h.MetaNode()
+	if meta != nil && meta.IsLeader() {
 		return run()
 	}
-	if relayed && h.meta != nil {
+	if relayed && meta != nil {
 		return command.Error("TRYAGAIN " + what + " was not run: this node no longer leads the metadata group, retry")
 	}
 	var addrs []string
-	if h.meta != nil {
-		if _, a := h.meta.leaderClient(); a != "" {
+	if meta != nil {
+		if _, a := meta.leaderClient(); a != "" {
 			addrs = append(addrs, a)
 		}
 		args = append(args, relayedArg)

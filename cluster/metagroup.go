@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"slices"
 	"time"
 
 	"raftset/fsm"
@@ -15,7 +13,8 @@ import (
 
 // The metadata group (docs/sharding.md, The metadata group) is a Raft group
 // on the shared port (group MetaGroup) whose voters are the members of the
-// bootstrap map's first shard. Its state machine is raftset's own, used as
+// bootstrap map's first shard, until RAFT.SHARD ADDMETA and REMOVEMETA
+// change them (metavoters.go). Its state machine is raftset's own, used as
 // a store of two string keys: the encoded cluster map (ShardMap.Encode,
 // epoch inside) and the shard-map directive it was bootstrapped from. The
 // map only changes by a compare-and-set script (metaCAS) from the map a
@@ -37,40 +36,51 @@ redis.call('set', KEYS[1], ARGV[2])
 return 1`
 )
 
-var errMapChanged = errors.New("the cluster map changed meanwhile")
+var (
+	errMapChanged    = errors.New("the cluster map changed meanwhile")
+	errNoMetaReplica = errors.New("metadata group: this node runs no replica of it")
+)
 
-// metaVoters are the members of the bootstrap map's first shard.
-func (h *Host) metaVoters() []string { return h.bootstrap.Shards[0].Members }
+// metaVoters are the metadata group's voters as the map in use names them
+// (metaVotersIn).
+func (h *Host) metaVoters() []string { return h.metaVotersIn(h.Map()) }
 
-// startMeta starts this process's voter of the metadata group when it is
-// one of metaVoters, under dir/meta.
-func (h *Host) startMeta(cfg Config) error {
-	voters := h.metaVoters()
-	if !slices.Contains(voters, h.self) {
-		return nil
+// metaVotersIn are the voters map m records (ADDMETA, REMOVEMETA), else
+// the members of the bootstrap map's first shard.
+func (h *Host) metaVotersIn(m *ShardMap) []string {
+	if len(m.Meta) > 0 {
+		return m.Meta
 	}
-	mc := cfg
+	return h.bootstrap.Shards[0].Members
+}
+
+// newMetaNode starts this process's replica of the metadata group under
+// dir/meta, with voters as its peers; bootstrap: it may bootstrap the
+// group when its directory is empty (a member of the directive's first
+// shard), else it waits for the group's leader to send it the log.
+func (h *Host) newMetaNode(voters []string, bootstrap bool) (*Node, error) {
+	mc := h.cfg
 	mc.Shard = MetaGroup
 	mc.RaftPort = h.port
-	mc.DataDir = filepath.Join(cfg.DataDir, metaDir)
-	mc.Logger = cfg.Logger.With("group", "meta")
+	mc.DataDir = MetaDir(h.cfg.DataDir)
+	mc.Logger = h.cfg.Logger.With("group", "meta")
+	mc.Bootstrap = mc.Bootstrap && bootstrap
 	mc.Peers = nil
 	for _, v := range voters {
-		if a, ok := h.raftAddr[v]; ok {
+		if a, ok := h.raftAddrOf(v); ok {
 			mc.Peers = append(mc.Peers, Peer{ID: v, Addr: a})
 		}
 	}
 	n, err := New(mc, fsm.New(fsm.Config{Logger: mc.Logger}))
 	if err != nil {
-		return fmt.Errorf("cluster: metadata group: %w", err)
+		return nil, fmt.Errorf("cluster: metadata group: %w", err)
 	}
-	h.meta = n
-	return nil
+	return n, nil
 }
 
-// MetaNode is this process's voter of the metadata group, nil when it is
-// not one.
-func (h *Host) MetaNode() *Node { return h.meta }
+// MetaNode is this process's replica of the metadata group, nil when it
+// runs none.
+func (h *Host) MetaNode() *Node { return h.meta.Load() }
 
 // adopt makes m the map commands are routed by if it is newer than the
 // one in use: maps only move forward, whoever hands them over.
@@ -94,7 +104,11 @@ func (h *Host) readMeta(ctx context.Context, stale bool) (*ShardMap, error) {
 }
 
 func (h *Host) readMetaKey(ctx context.Context, key string, stale bool) ([]byte, error) {
-	r := h.meta.ReadBatch(ctx, [][][]byte{{[]byte("get"), []byte(key)}}, stale)[0]
+	meta := h.MetaNode()
+	if meta == nil {
+		return nil, errNoMetaReplica
+	}
+	r := meta.ReadBatch(ctx, [][][]byte{{[]byte("get"), []byte(key)}}, stale)[0]
 	v, err := respwire.Parse(r)
 	switch {
 	case err != nil:
@@ -114,9 +128,16 @@ func (h *Host) readMetaKey(ctx context.Context, key string, stale bool) ([]byte,
 func (h *Host) refreshMap() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if h.meta == nil {
+	meta := h.MetaNode()
+	if meta == nil {
 		h.fetchMap(ctx)
 		return
+	}
+	if !meta.isVoter() || !meta.knowsLeader() {
+		// A replica removed from the group (REMOVEMETA) may never apply
+		// the map that says so, and one still joining has not applied
+		// the newest: the voters that remain have it.
+		h.fetchMap(ctx)
 	}
 	m, err := h.readMeta(ctx, true)
 	if err != nil {
@@ -147,7 +168,11 @@ func (h *Host) bootstrapMeta(ctx context.Context) {
 	first := h.bootstrap.clone()
 	first.Epoch = 1
 	boot := h.bootstrap.Encode()
-	r, _ := h.meta.WriteIndexed(ctx, []command.Op{command.Cmd([]byte("msetnx"),
+	meta := h.MetaNode()
+	if meta == nil {
+		return
+	}
+	r, _ := meta.WriteIndexed(ctx, []command.Op{command.Cmd([]byte("msetnx"),
 		[]byte(metaMapKey), []byte(first.Encode()), []byte(metaBootKey), []byte(boot))})
 	if command.IsError(r[0]) {
 		h.log.Debug("bootstrapping the cluster map", "reply", string(r[0]))
@@ -166,6 +191,9 @@ func (h *Host) fetchMap(ctx context.Context) {
 	first := int(h.metaFirst.Load()) % len(voters)
 	for i := range voters {
 		j := (first + i) % len(voters)
+		if voters[j] == h.self {
+			continue // its replica is read by refreshMap
+		}
 		if m, ok := h.fetchMapFrom(ctx, voters[j]); ok {
 			h.adopt(m)
 			return
@@ -201,8 +229,18 @@ func (h *Host) fetchMapFrom(ctx context.Context, v string) (*ShardMap, bool) {
 }
 
 // serveMetaMap answers raftset.metamap on a voter: the map after a read
-// barrier, so never older than one the caller saw from any voter.
+// barrier, so never older than one the caller saw from any voter. A
+// process that runs no replica answers the newest map it knows: one that
+// the voters left (REMOVEMETA) is still where processes started with the
+// directive look for them, and the map it hands over names the voters
+// (the caller adopts only a newer map, so an older one costs nothing).
 func (h *Host) serveMetaMap(ctx context.Context) []byte {
+	if h.MetaNode() == nil {
+		if m := h.Map(); m.Epoch > 0 {
+			return command.AppendBulkString(nil, m.Encode())
+		}
+		return command.Error("TRYAGAIN this node is not a member of the metadata group")
+	}
 	raw, err := h.readMetaKey(ctx, metaMapKey, false)
 	if err != nil {
 		return command.Error("TRYAGAIN " + err.Error())
@@ -221,7 +259,11 @@ func (h *Host) metaCAS(ctx context.Context, old, next *ShardMap) error {
 	oldEnc, nextEnc := old.Encode(), next.Encode()
 	op := command.Cmd([]byte("eval"), []byte(metaCASScript), []byte("1"), []byte(metaMapKey), []byte(oldEnc), []byte(nextEnc))
 	r, err := h.retry(ctx, func() []byte {
-		r, _ := h.meta.WriteIndexed(ctx, []command.Op{op})
+		meta := h.MetaNode()
+		if meta == nil {
+			return command.Error("ERR " + errNoMetaReplica.Error())
+		}
+		r, _ := meta.WriteIndexed(ctx, []command.Op{op})
 		return r[0]
 	})
 	if err == nil && string(r) == ":1\r\n" {

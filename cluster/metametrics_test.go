@@ -89,7 +89,7 @@ func checkMetaSeries(t *testing.T, hosts []*Host, regs []*metrics.Metrics, ok fu
 				return false
 			}
 			v.epoch = epoch
-			if h.meta == nil {
+			if h.MetaNode() == nil {
 				for k := range got {
 					if strings.HasPrefix(k, "raftset_meta_raft_") {
 						why = fmt.Sprintf("%s, outside the metadata group, exports %s", h.self, k)
@@ -103,16 +103,16 @@ func checkMetaSeries(t *testing.T, hosts []*Host, regs []*metrics.Metrics, ok fu
 				continue
 			}
 			voters = append(voters, h.self)
-			isLeader := h.meta.IsLeader()
+			isLeader := h.MetaNode().IsLeader()
 			state := "follower"
 			if isLeader {
 				state = "leader"
 			}
 			want := map[string]float64{
 				"raftset_meta_voter{}":                         1,
-				"raftset_meta_raft_term{}":                     float64(h.meta.raft.CurrentTerm()),
-				"raftset_meta_raft_applied_index{}":            float64(h.meta.AppliedIndex()),
-				"raftset_meta_raft_last_log_index{}":           float64(h.meta.raft.LastIndex()),
+				"raftset_meta_raft_term{}":                     float64(h.MetaNode().raft.CurrentTerm()),
+				"raftset_meta_raft_applied_index{}":            float64(h.MetaNode().AppliedIndex()),
+				"raftset_meta_raft_last_log_index{}":           float64(h.MetaNode().raft.LastIndex()),
 				"raftset_meta_raft_is_leader{}":                b2f(isLeader),
 				"raftset_meta_raft_state{state=" + state + "}": 1,
 				"raftset_meta_raft_has_leader{}":               1,
@@ -147,7 +147,7 @@ func checkMetaSeries(t *testing.T, hosts []*Host, regs []*metrics.Metrics, ok fu
 				slices.Sort(peers)
 				var others []string
 				for _, o := range hosts {
-					if o.meta != nil && o != h {
+					if o.MetaNode() != nil && o != h {
 						others = append(others, o.self)
 					}
 				}
@@ -202,7 +202,7 @@ func b2f(b bool) float64 {
 // when exactly the new leader says so and every voter counted the change.
 func TestHostMetaMetrics(t *testing.T) {
 	hosts := servedHosts(t, "0:0-8191:n1,n2,n3 1:8192-16383:n1,n3,n4", 4)
-	if hosts[3].meta != nil {
+	if hosts[3].MetaNode() != nil {
 		t.Fatal("n4 runs a metadata voter")
 	}
 	regs := make([]*metrics.Metrics, len(hosts))
@@ -231,14 +231,14 @@ func TestHostMetaMetrics(t *testing.T) {
 
 	old := changed.leader
 	testutil.WaitFor(t, 30*time.Second, "another metadata leader", func() bool {
-		if old.meta.IsLeader() {
+		if old.MetaNode().IsLeader() {
 			// Retried: a transfer can time out on a loaded machine.
-			if err := old.meta.raft.LeadershipTransfer().Error(); err != nil {
+			if err := old.MetaNode().raft.LeadershipTransfer().Error(); err != nil {
 				t.Logf("metadata leadership transfer from %s: %v", old.self, err)
 			}
 			return false
 		}
-		_, id := old.meta.Leader()
+		_, id := old.MetaNode().Leader()
 		return id != "" && id != old.self
 	})
 	checkMetaSeries(t, hosts, regs, func(v metaView) string {

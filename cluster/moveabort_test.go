@@ -55,7 +55,7 @@ func TestAbortMoveUnderWrites(t *testing.T) {
 	abort := []string{"raft.shard", "abort"}
 	var follower *Host
 	for _, h := range hosts {
-		if !h.meta.IsLeader() {
+		if !h.MetaNode().IsLeader() {
 			follower = h
 		}
 	}
@@ -228,14 +228,14 @@ func TestAbortFencesAStaleDriver(t *testing.T) {
 	}
 	var other *Host
 	testutil.WaitFor(t, 30*time.Second, "another metadata leader", func() bool {
-		if driver.meta.IsLeader() {
+		if driver.MetaNode().IsLeader() {
 			// Retried: a transfer can time out on a loaded machine.
-			if err := driver.meta.raft.LeadershipTransfer().Error(); err != nil {
+			if err := driver.MetaNode().raft.LeadershipTransfer().Error(); err != nil {
 				t.Logf("metadata leadership transfer from %s: %v", driver.self, err)
 			}
 		}
 		for _, h := range hosts {
-			if h != driver && h.meta.IsLeader() {
+			if h != driver && h.MetaNode().IsLeader() {
 				other = h
 				return true
 			}

@@ -96,7 +96,7 @@ func servedHostsWith(t *testing.T, shardMap string, size int, tweak func(*Config
 func TestMoveSlotsUnderWrites(t *testing.T) {
 	all := servedHosts(t, "0:0-8191:n1,n2,n3 1:8192-16383:n1,n2,n3,n4", 4)
 	hosts, outsider := all[:3], all[3]
-	if outsider.meta != nil {
+	if outsider.MetaNode() != nil {
 		t.Fatal("n4 runs a metadata voter")
 	}
 	ctx := context.Background()
@@ -196,7 +196,7 @@ func TestMoveSlotsUnderWrites(t *testing.T) {
 	// A voter that does not lead refuses a relayed MOVESLOTS rather than
 	// relaying it again (two voters with stale views cannot bounce it).
 	for _, h := range hosts {
-		if h.meta.IsLeader() {
+		if h.MetaNode().IsLeader() {
 			continue
 		}
 		r := string(h.Internal(ctx, args(cmdShard, fmt.Sprint(MetaGroup), cmdMoveSlots, "0", "1", "1", "relayed")))
@@ -302,7 +302,7 @@ func TestReplicatedMapWinsOnRestart(t *testing.T) {
 	if r := string(h.Admin(ctx, args("raft.shard", "moveslots", "0", "99", "1"))); r != "+OK\r\n" {
 		t.Fatalf("MOVESLOTS = %q", r)
 	}
-	if r := string(h.meta.Admin(ctx, args("save"))); r != "+OK\r\n" {
+	if r := string(h.MetaNode().Admin(ctx, args("save"))); r != "+OK\r\n" {
 		t.Fatalf("SAVE of the metadata group = %q", r)
 	}
 	want := h.Map().Encode()

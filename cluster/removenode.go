@@ -69,11 +69,10 @@ func (h *Host) driveRemoveNode(ctx context.Context, node string) error {
 	if !h.knownNode(cur, node) {
 		return fmt.Errorf("unknown node %q (not in peers, nor added by RAFT.SHARD ADDNODE)", node)
 	}
-	if slices.Contains(h.metaVoters(), node) {
-		// The group's voters are the bootstrap map's first shard's
-		// members, fixed for now (metagroup.go): without this process
-		// the group would run one voter short for good.
-		return fmt.Errorf("node %s is a voter of the metadata group (a member of the first shard of the map the cluster was created with), whose voters cannot change yet: it keeps running", node)
+	if slices.Contains(h.metaVotersIn(cur), node) {
+		// Without this process the group would run one voter short for
+		// good: it leaves the group first (metavoters.go).
+		return fmt.Errorf("node %s is a voter of the metadata group: remove it from the group first (RAFT.SHARD REMOVEMETA %s)", node, node)
 	}
 	if held := cur.Hosts(node); len(held) > 0 {
 		ids := make([]string, len(held))

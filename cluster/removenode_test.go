@@ -183,7 +183,7 @@ func TestRemoveNode(t *testing.T) {
 		want string
 	}{
 		{[]string{"removenode", "n9"}, "-ERR REMOVENODE: unknown node \"n9\" (not in peers, nor added by RAFT.SHARD ADDNODE)\r\n"},
-		{[]string{"removenode", "n2"}, "-ERR REMOVENODE: node n2 is a voter of the metadata group (a member of the first shard of the map the cluster was created with), whose voters cannot change yet: it keeps running\r\n"},
+		{[]string{"removenode", "n2"}, "-ERR REMOVENODE: node n2 is a voter of the metadata group: remove it from the group first (RAFT.SHARD REMOVEMETA n2)\r\n"},
 		{[]string{"removenode", "n4"}, "-ERR REMOVENODE: node n4 still holds a replica of shard 1: move them to other nodes first (raftset cluster remove-node does)\r\n"},
 		{[]string{"removenode", "n@4"}, "-ERR REMOVENODE: bad node id \"n@4\"\r\n"},
 		{[]string{"removenode"}, "-ERR wrong number of arguments for 'raft.shard|removenode' command\r\n"},

@@ -49,7 +49,12 @@ type ShardMap struct {
 	// shard an id whose old directory (dir/shards/<id>, kept) a member may
 	// still have.
 	RemovedShards []uint32
-	owner         [slot.Count]uint32
+	// Meta are the voters of the metadata group once RAFT.SHARD ADDMETA or
+	// REMOVEMETA changed them (metavoters.go), in the group's order; nil
+	// before: the first shard's members of the map the cluster was
+	// created with.
+	Meta  []string
+	owner [slot.Count]uint32
 }
 
 // NodeRecord is a node's addresses in the map: Client as other processes
@@ -257,6 +262,10 @@ func (m *ShardMap) Encode() string {
 	for _, id := range m.RemovedShards {
 		fmt.Fprintf(&b, "removed-shard %d\n", id)
 	}
+	if len(m.Meta) > 0 {
+		// Only once the metadata voters changed, as the lines above.
+		fmt.Fprintf(&b, "meta %s\n", strings.Join(m.Meta, ","))
+	}
 	if mv := m.Move; mv != nil {
 		fmt.Fprintf(&b, "move %d-%d %d %d %d %d", mv.First, mv.Last, mv.From, mv.To, mv.Epoch, mv.Flip)
 		if mv.Abort != 0 {
@@ -294,6 +303,7 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 	homes := map[string]uint32{}
 	var removed []string
 	var removedShards []uint32
+	var meta []string
 	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
 		kind, rest, _ := strings.Cut(line, " ")
 		switch kind {
@@ -329,6 +339,13 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 				return nil, fmt.Errorf("cluster map: bad removed-shard line %q", line)
 			}
 			removedShards = append(removedShards, uint32(v))
+		case "meta":
+			meta = strings.Split(rest, ",")
+			for i, v := range meta {
+				if checkNodeID(v) != nil || slices.Contains(meta[:i], v) {
+					return nil, fmt.Errorf("cluster map: bad meta line %q", line)
+				}
+			}
 		case "added":
 			id, nodes, ok := strings.Cut(rest, " ")
 			v, err := strconv.ParseUint(id, 10, 32)
@@ -385,6 +402,7 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 		slices.Sort(removedShards)
 		m.RemovedShards = removedShards
 	}
+	m.Meta = meta
 	return m, nil
 }
 
@@ -457,6 +475,7 @@ func (m *ShardMap) clone() *ShardMap {
 	c.Homes = maps.Clone(m.Homes)
 	c.Removed = slices.Clone(m.Removed)
 	c.RemovedShards = slices.Clone(m.RemovedShards)
+	c.Meta = slices.Clone(m.Meta)
 	if m.Added != nil {
 		c.Added = make(map[uint32][]string, len(m.Added))
 		for id, a := range m.Added {

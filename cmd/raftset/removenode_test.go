@@ -48,8 +48,8 @@ func TestShardedRemoveNode(t *testing.T) {
 	}
 	before := epoch()
 	var out, errOut strings.Builder
-	wantErr := "raftset cluster remove-node: " + nodes[0].addr + ": REMOVENODE n1: ERR REMOVENODE: node n1 is a voter of the metadata group " +
-		"(a member of the first shard of the map the cluster was created with), whose voters cannot change yet: it keeps running\n"
+	wantErr := "raftset cluster remove-node: " + nodes[0].addr + ": REMOVENODE n1: ERR REMOVENODE: node n1 is a voter of the metadata group: " +
+		"remove it from the group first (RAFT.SHARD REMOVEMETA n1)\n"
 	if code := run([]string{"cluster", "remove-node", "--addr", nodes[0].addr, "n1"}, &out, &errOut); code != 1 || errOut.String() != wantErr || out.String() != "" {
 		t.Errorf("remove-node n1: exit %d, %q %q, want %q", code, out.String(), errOut.String(), wantErr)
 	}
