@@ -110,11 +110,11 @@ func (m *ShardMap) removeShardRefusal(id, first uint32) error {
 		return fmt.Errorf("shard %d is the cluster's only shard", id)
 	}
 	if id == first {
-		// Its members are the metadata group's voters (metagroup.go),
-		// fixed for now, and the map gives their client addresses
-		// through it: every process outside the group finds the map
-		// there.
-		return fmt.Errorf("shard %d is the first shard of the map the cluster was created with, whose members are the metadata group's voters, which cannot change yet: it stays", id)
+		// Its members are the metadata group's voters unless ADDMETA or
+		// REMOVEMETA changed them (metavoters.go), and where a process
+		// started with the shard-map directive asks for the map first;
+		// the map gives their client addresses through it.
+		return fmt.Errorf("shard %d is the first shard of the map the cluster was created with, through whose members processes started with the shard-map directive find the metadata group: it stays", id)
 	}
 	if mv := m.Move; mv != nil && (mv.From == id || mv.To == id) {
 		return fmt.Errorf("slots %d-%d are moving from shard %d to shard %d: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (RAFT.SHARD ABORT) first", mv.First, mv.Last, mv.From, mv.To)

@@ -71,7 +71,7 @@ func TestRemoveShardRefusal(t *testing.T) {
 	}{
 		{three, 7, "no shard 7"},
 		{"epoch 2\nshard 0:0-16383:n1,n2,n3\n", 0, "shard 0 is the cluster's only shard"},
-		{three, 0, "shard 0 is the first shard of the map the cluster was created with, whose members are the metadata group's voters, which cannot change yet: it stays"},
+		{three, 0, "shard 0 is the first shard of the map the cluster was created with, through whose members processes started with the shard-map directive find the metadata group: it stays"},
 		{three, 1, "shard 1 still owns 3 slots (16380-16381,16383): move them to other shards first (raftset cluster move-slots)"},
 		{three, 2, "shard 2 still owns 1 slots (16382): move them to other shards first (raftset cluster move-slots)"},
 		{"epoch 3\nshard 0:0-99+101+103+105-16383:n1\nshard 1:100+102+104:n2\nshard 2::n3\n", 1, "shard 1 still owns 3 slots (100,102,104): move them to other shards first (raftset cluster move-slots)"},
@@ -145,7 +145,7 @@ func TestRemoveShard(t *testing.T) {
 		{"removeshard x", "-ERR REMOVESHARD wants <shard> [DRY-RUN]: shard id is not an integer\r\n"},
 		{"removeshard", "-ERR wrong number of arguments for 'raft.shard|removeshard' command\r\n"},
 		{"removeshard 2 now", "-ERR REMOVESHARD takes no argument after <shard> but DRY-RUN\r\n"},
-		{"removeshard 0", "-ERR REMOVESHARD: shard 0 is the first shard of the map the cluster was created with, whose members are the metadata group's voters, which cannot change yet: it stays\r\n"},
+		{"removeshard 0", "-ERR REMOVESHARD: shard 0 is the first shard of the map the cluster was created with, through whose members processes started with the shard-map directive find the metadata group: it stays\r\n"},
 		{"removeshard 2", "-ERR REMOVESHARD: shard 2 still owns 2 slots (16382-16383): move them to other shards first (raftset cluster move-slots)\r\n"},
 		{"removeshard 2 dry-run", "-ERR REMOVESHARD: shard 2 still owns 2 slots (16382-16383): move them to other shards first (raftset cluster move-slots)\r\n"},
 	})

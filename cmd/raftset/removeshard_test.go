@@ -70,7 +70,7 @@ func TestShardedRemoveShard(t *testing.T) {
 	}{
 		{[]string{"1"}, "REMOVESHARD 1: ERR REMOVESHARD: shard 1 still owns 8192 slots (8192-16383): move them to other shards first (raftset cluster move-slots)\n"},
 		{[]string{"--dry-run", "1"}, "REMOVESHARD 1 DRY-RUN: ERR REMOVESHARD: shard 1 still owns 8192 slots (8192-16383): move them to other shards first (raftset cluster move-slots)\n"},
-		{[]string{"0"}, "REMOVESHARD 0: ERR REMOVESHARD: shard 0 is the first shard of the map the cluster was created with, whose members are the metadata group's voters, which cannot change yet: it stays\n"},
+		{[]string{"0"}, "REMOVESHARD 0: ERR REMOVESHARD: shard 0 is the first shard of the map the cluster was created with, through whose members processes started with the shard-map directive find the metadata group: it stays\n"},
 		{[]string{"7"}, "REMOVESHARD 7: ERR REMOVESHARD: no shard 7\n"},
 	} {
 		code, out, errOut := removeShard(append([]string{"--addr", nodes[1].addr}, tc.args...)...)
