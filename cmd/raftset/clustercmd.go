@@ -17,7 +17,8 @@ import (
 
 // raftset cluster: builds a sharded cluster's configuration (create) and
 // drives its map through RAFT.SHARD commands that any node takes
-// (move-slots, rebalance, add-shard, remove-shard, add-node, remove-node;
+// (move-slots, rebalance, add-shard, remove-shard, add-node, remove-node,
+// add-meta, remove-meta;
 // docs/sharding.md).
 const clusterUsage = `usage: raftset cluster create --shards S --replicas R [--out DIR] ID@HOST:PORT[,RAFTHOST:RAFTPORT] ...
        raftset cluster move-slots [--addr host:port] [--password P] [--timeout 10m] FIRST LAST SHARD
@@ -27,6 +28,8 @@ const clusterUsage = `usage: raftset cluster create --shards S --replicas R [--o
        raftset cluster remove-shard [--dry-run] [--addr host:port] [--password P] [--timeout 10m] ID
        raftset cluster add-node [--addr host:port] [--password P] [--timeout 10m] ID@HOST:PORT[,RAFTHOST:RAFTPORT]
        raftset cluster remove-node [--dry-run] [--addr host:port] [--password P] [--timeout 10m] ID
+       raftset cluster add-meta [--addr host:port] [--password P] [--timeout 10m] ID
+       raftset cluster remove-meta [--addr host:port] [--password P] [--timeout 10m] ID
 
 create lays out a new cluster of S shards with R replicas each on the nodes
 given (client address; Raft address, default the client port + 10000):
@@ -78,9 +81,9 @@ metadata group's leader. Its members close their replicas when they see
 the new map; their directories (shards/ID in each member's data
 directory) stay for you to delete. Refused: a shard that still owns a
 slot, one a slot move in progress involves, the only shard, the first
-shard of the map the cluster was created with (its members are the
-metadata group's voters), and a node's home shard while that node holds
-other replicas. --dry-run runs those checks only. A shard removed already
+shard of the map the cluster was created with (processes started with
+shard-map find the metadata group through its members), and a node's
+home shard while that node holds other replicas. --dry-run runs those checks only. A shard removed already
 is reported so.
 
 add-node records a new node in the cluster map (RAFT.SHARD ADDNODE, run by
@@ -99,12 +102,22 @@ leadership over first when the node leads it; its home shard last), then
 removes it from the map (RAFT.SHARD REMOVENODE), then evens out the
 replica counts of the nodes left as rebalance --replicas does, printing
 each step; --dry-run prints the plan only. Refused before anything moves:
-an unknown node, and a voter of the metadata group (the first shard's
-members of the map the cluster was created with), whose voters cannot
-change yet; and when no other node can take a replica. A removed node
+an unknown node, and a voter of the metadata group (run remove-meta
+first); and when no other node can take a replica. A removed node
 holds no replica and no other process lists it; stop its process (its
 directory can be deleted). Running it again after a failure resumes; for
 a node removed already it only evens out the rest.
+
+add-meta makes a node (one the map names, or add-node recorded) a voter of
+the metadata group, which holds the cluster map (RAFT.SHARD ADDMETA, run by
+the group's leader): it joins as a non-voter, its process starts the
+group's replica in its directory's meta, and it answers once the node is a
+voter. remove-meta takes a voter out of the group (RAFT.SHARD REMOVEMETA;
+the leader hands its leadership over first when it is the one removed):
+its process closes the replica, the directory stays. The group's only
+voter is not removed. Both print the voters the map then names. They are
+how the group grows back after "raftset recover --meta", and how a voter
+is made removable by remove-node (docs/operations.md).
 
 Environment: RAFTSET_CLUSTER_PASSWORD (default --password, for a node with
 requirepass).
@@ -127,6 +140,10 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 			return runAddNode(args[1:], stdout, stderr)
 		case "remove-node":
 			return runRemoveNode(args[1:], stdout, stderr)
+		case "add-meta":
+			return runMeta("add-meta", true, args[1:], stdout, stderr)
+		case "remove-meta":
+			return runMeta("remove-meta", false, args[1:], stdout, stderr)
 		}
 	}
 	fmt.Fprint(stderr, clusterUsage)

@@ -163,3 +163,27 @@ func TestClusterRemoveShardArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterMetaArgs: add-meta and remove-meta take one node id, and
+// refuse what no map can name before dialling.
+func TestClusterMetaArgs(t *testing.T) {
+	for _, name := range []string{"add-meta", "remove-meta"} {
+		for _, tc := range []struct {
+			args    []string
+			wantErr string
+		}{
+			{nil, "usage: raftset cluster create"},
+			{[]string{"n1", "n2"}, "usage: raftset cluster create"},
+			{[]string{"n@1"}, "raftset cluster " + name + ": bad node id \"n@1\" (the node's id only, as in RAFT.SHARD MAP)\n"},
+			{[]string{""}, "raftset cluster " + name + ": bad node id \"\" (the node's id only, as in RAFT.SHARD MAP)\n"},
+		} {
+			var out, errOut strings.Builder
+			if code := runCluster(append([]string{name, "--addr", "127.0.0.1:1"}, tc.args...), &out, &errOut); code != 2 {
+				t.Errorf("%s %q: exit %d, want 2 (stderr %q)", name, tc.args, code, errOut.String())
+			}
+			if !strings.HasPrefix(errOut.String(), tc.wantErr) || out.Len() != 0 {
+				t.Errorf("%s %q: stdout %q, stderr %q, want stderr starting %q", name, tc.args, out.String(), errOut.String(), tc.wantErr)
+			}
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 // TestShardedRemoveNode: four processes holding three shards of three
 // replicas (`raftset cluster create`: n4 holds shards 1 and 2, and is made
 // shard 1's leader); `raftset cluster remove-node n1` (a metadata voter) is
-// refused before anything moves; `remove-node --dry-run n4` prints the
+// refused before anything moves, saying to run REMOVEMETA first; `remove-node --dry-run n4` prints the
 // plan, and `remove-node n4` runs it while go-redis's ClusterClient adds
 // members, which must see no error: shard 2's replica to n2, then shard 1's
 // (n4's home, last; its leadership handed over first) to n3, then the map
