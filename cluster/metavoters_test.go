@@ -114,7 +114,8 @@ func waitMetaState(t *testing.T, hosts []*Host, voters []string) {
 // keep changing the map and the removed one keeps learning it from them.
 // Restarts with the same shard-map keep the new membership: the removed
 // node starts no replica, the added one starts its own and the map goes
-// on changing. Refusals are byte-exact.
+// on changing. Added back, the removed node resumes its replica. Refusals
+// are byte-exact.
 func TestMetaVoters(t *testing.T) {
 	mh := newMetaHosts(t)
 	n1, n4 := mh.hosts[0], mh.hosts[3]
@@ -227,6 +228,29 @@ func TestMetaVoters(t *testing.T) {
 			return ok
 		})
 	}
+
+	// Added back, the removed node starts its replica again from its
+	// directory (the marker goes) and catches up as a voter.
+	back := mh.hosts[gone]
+	if r := adminRetry(t, n1Or(mh.hosts, gone), "raft.shard", "addmeta", back.self); r != "+OK\r\n" {
+		t.Fatalf("ADDMETA %s (removed before) = %q", back.self, r)
+	}
+	waitMetaState(t, mh.hosts, []string{"n1", "n2", "n3", "n4"})
+	if _, err := os.Stat(filepath.Join(MetaDir(back.cfg.DataDir), metaLeftFile)); err == nil {
+		t.Errorf("the marker stays in %s's dir/meta after ADDMETA", back.self)
+	}
+	testutil.WaitFor(t, 10*time.Second, back.self+"'s replica to hold the map with n6", func() bool {
+		m, err := back.readMeta(ctx, true)
+		return err == nil && m != nil && m.Nodes["n6"].Client != ""
+	})
+}
+
+// n1Or is hosts[0], or hosts[1] when i is 0: a host other than hosts[i].
+func n1Or(hosts []*Host, i int) *Host {
+	if i == 0 {
+		return hosts[1]
+	}
+	return hosts[0]
 }
 
 // addNodeThrough records node with RAFT.SHARD ADDNODE sent to h.

@@ -151,4 +151,29 @@ func TestRecoverShardedProcess(t *testing.T) {
 	if r := adminRetry(t, n1, "raft.shard", "removereplica", "1", "n1"); r != "-ERR REMOVEREPLICA: shard 1 would keep 0 of its 3 configured replicas, less than a majority\r\n" {
 		t.Errorf("RAFT.SHARD REMOVEREPLICA 1 n1 (the survivor) = %q", r)
 	}
+
+	// The metadata group has its one voter: it stays, a lost voter leaves
+	// the map alone, and the group grows back with ADDMETA of a node whose
+	// process runs again, here n2 on a new machine (an empty directory,
+	// whose replica the directive makes bootstrap a group n1 does not
+	// vote in: n1's configuration lacks it).
+	if r := adminRetry(t, n1, "raft.shard", "removemeta", "n1"); r != "-ERR REMOVEMETA: node n1 is the metadata group's only voter: add another first (RAFT.SHARD ADDMETA)\r\n" {
+		t.Errorf("RAFT.SHARD REMOVEMETA n1 (the only voter) = %q", r)
+	}
+	if r := adminRetry(t, n1, "raft.shard", "removemeta", "n3"); r != "+OK\r\n" {
+		t.Errorf("RAFT.SHARD REMOVEMETA n3 (lost) = %q", r)
+	}
+	if got := n1.Map().Meta; !slices.Equal(got, []string{"n1"}) {
+		t.Errorf("metadata voters after removing the lost n3 = %v, want [n1]", got)
+	}
+	cfg2 := cfgs[1]
+	cfg2.DataDir = filepath.Join(root, "n2-new")
+	n2, _ := restartableHost(t, cfg2, m)
+	if r := adminRetry(t, n1, "raft.shard", "addmeta", "n2"); r != "+OK\r\n" {
+		t.Fatalf("RAFT.SHARD ADDMETA n2 (a new machine) = %q", r)
+	}
+	waitMetaState(t, []*Host{n1, n2}, []string{"n1", "n2"})
+	testutil.WaitFor(t, 10*time.Second, "n2 to close the shard replicas its directive started", func() bool {
+		return len(n2.held.Load().ids) == 0
+	})
 }
