@@ -171,7 +171,9 @@
 //
 // The map is replicated by the metadata group (group MetaGroup on the same
 // port, in DataDir/meta; its voters are the members of the shard-map's
-// first shard): a state machine of the usual kind storing the encoded map,
+// first shard until RAFT.SHARD ADDMETA / REMOVEMETA change them, after
+// which the map's meta line names them and each process's map refresh
+// starts or closes its replica: metavoters.go): a state machine of the usual kind storing the encoded map,
 // changed only by compare-and-set from the map a change was computed from.
 // The directive only bootstraps it (epoch 1). Every Host refreshes its map
 // every remoteRefresh (voters from their own replica, others from a voter

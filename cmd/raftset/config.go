@@ -387,7 +387,8 @@ func sections() []section {
 					"every slot in one shard, members named as in `peers`, which gives their Raft addresses; a member may carry its " +
 					"client address, `n4@10.0.0.4:6379`, which nodes that share no shard with it need to redirect there). This node runs a " +
 					"replica of each shard it is a member of; shard 0's data stays in `dir`, shard N's is in `dir/shards/N`. " +
-					"It is only the first map: the metadata group (the first shard's members, in `dir/meta`) replicates it and every " +
+					"It is only the first map: the metadata group (the first shard's members until `raftset cluster add-meta` or " +
+					"`remove-meta` changes them, in `dir/meta`) replicates it and every " +
 					"later change (`raftset cluster move-slots`, `rebalance`, `add-shard`, `add-node`), and a different value on a restart is " +
 					"ignored with a warning (`RAFT.SHARD MAP` shows the map in force). A node this value names in no shard (one " +
 					"`raftset cluster add-node` recorded, started with the cluster's `peers` and `shard-map`) starts holding no " +
