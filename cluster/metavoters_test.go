@@ -183,6 +183,9 @@ func TestMetaVoters(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(MetaDir(leader.cfg.DataDir), raftDBFile)); err != nil {
 		t.Errorf("the removed voter's dir/meta is gone: %v", err)
 	}
+	if _, meta, err := GroupsIn(leader.cfg.DataDir); err != nil || meta {
+		t.Errorf("GroupsIn(the removed voter's dir) = metadata group %v, %v: want none to recover", meta, err)
+	}
 	if r := adminRetry(t, via, "raft.shard", "removemeta", leader.self); r != "-ERR REMOVEMETA: node "+leader.self+" is not a voter of the metadata group\r\n" {
 		t.Errorf("REMOVEMETA %s again = %q", leader.self, r)
 	}

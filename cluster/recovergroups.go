@@ -18,12 +18,14 @@ import (
 
 // MetaDir is the directory of the metadata group's voter under a process's
 // data directory (present only on the voters: the members of the
-// shard-map directive's first shard).
+// shard-map directive's first shard, and those RAFT.SHARD ADDMETA added;
+// kept, with a marker file, by those REMOVEMETA removed).
 func MetaDir(dir string) string { return filepath.Join(dir, metaDir) }
 
 // GroupsIn lists the Raft groups whose state a process's data directory
 // holds: the shards, ascending (0 when dir itself has Raft state, then
-// those under dir/shards), and whether it holds a metadata voter's.
+// those under dir/shards), and whether it holds a metadata voter's (not
+// one that left the group).
 // A directory of a process that is not sharded holds shard 0 alone.
 func GroupsIn(dir string) (shards []uint32, meta bool, err error) {
 	if _, err := os.Stat(filepath.Join(dir, raftDBFile)); err == nil {
@@ -44,7 +46,9 @@ func GroupsIn(dir string) (shards []uint32, meta bool, err error) {
 	}
 	slices.Sort(shards)
 	if _, err := os.Stat(filepath.Join(MetaDir(dir), raftDBFile)); err == nil {
-		meta = true
+		// A replica that left the group (RAFT.SHARD REMOVEMETA) is not
+		// started again (metavoters.go): there is nothing to recover.
+		meta = !fileExists(filepath.Join(MetaDir(dir), metaLeftFile))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, fmt.Errorf("cluster: %w", err)
 	}

@@ -152,7 +152,7 @@ func groupsToRecover(dir, id, shard string, meta bool) ([]raftGroup, string, err
 	}
 	if meta {
 		if !hasMeta {
-			return nil, "", fmt.Errorf("%s holds no metadata group (%s): recover it on one of its voters, the processes of the shard-map directive's first shard", dir, describeGroups(shards, hasMeta))
+			return nil, "", fmt.Errorf("%s holds no metadata group (%s): recover it on one of its voters, the processes of the shard-map directive's first shard or those the map's meta line names (RAFT.SHARD MAP)", dir, describeGroups(shards, hasMeta))
 		}
 		out = append(out, raftGroup{name: fmt.Sprintf("node %s, metadata group", id), label: "metadata group: ", dir: cluster.MetaDir(dir),
 			next: "start the process: map changes work again"})

@@ -54,7 +54,7 @@ func TestRecoverRefusesGroups(t *testing.T) {
 		{[]string{"--dir", plain, "--shard", "1"}, plain + " is not a sharded process's directory (shard 0): recover it without --shard"},
 		{[]string{"--dir", sharded}, sharded + " is a sharded process's directory (shards 0, 1 and the metadata group): name the group that lost its quorum with --shard N or --meta"},
 		{[]string{"--dir", shard1Only}, shard1Only + " is a sharded process's directory (shard 1): name the group that lost its quorum with --shard N or --meta"},
-		{[]string{"--dir", shard1Only, "--shard", "1", "--meta"}, shard1Only + " holds no metadata group (shard 1): recover it on one of its voters, the processes of the shard-map directive's first shard"},
+		{[]string{"--dir", shard1Only, "--shard", "1", "--meta"}, shard1Only + " holds no metadata group (shard 1): recover it on one of its voters, the processes of the shard-map directive's first shard or those the map's meta line names (RAFT.SHARD MAP)"},
 		{[]string{"--dir", sharded, "--shard", "x"}, `--shard "x" is not a shard id`},
 		{[]string{"--dir", sharded, "--shard", "0,1,2", "--meta"}, sharded + " holds no shard 2 (shards 0, 1 and the metadata group)"},
 		{[]string{"--dir", sharded, "--shard", "1,"}, `--shard "" is not a shard id`},
