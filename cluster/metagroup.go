@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"raftset/fsm"
@@ -179,7 +180,8 @@ func (h *Host) bootstrapMeta(ctx context.Context) {
 	}
 }
 
-// fetchMap asks the metadata voters for the map, in order from the one
+// fetchMap asks the metadata voters for the map (then the directive's
+// first shard's members), in order from the one
 // that answered last (metaFirst). A voter that does not answer moves the
 // start past it: a lost machine whose address does not refuse connections
 // holds a call until the refresh's deadline, and asked first every time it
@@ -188,6 +190,14 @@ func (h *Host) bootstrapMeta(ctx context.Context) {
 // directive's).
 func (h *Host) fetchMap(ctx context.Context) {
 	voters := h.metaVoters()
+	for _, v := range h.bootstrap.Shards[0].Members {
+		// After the voters changed, the directive's still answer (a
+		// process that left the group hands over the map it knows):
+		// the way to the map when no voter's address is known here.
+		if !slices.Contains(voters, v) {
+			voters = append(slices.Clone(voters), v)
+		}
+	}
 	first := int(h.metaFirst.Load()) % len(voters)
 	for i := range voters {
 		j := (first + i) % len(voters)
