@@ -236,10 +236,11 @@ func (h *Host) driveAddMeta(ctx context.Context, node string) error {
 	}
 	next := cur.clone()
 	next.Epoch++
-	next.Meta = append(slices.Clone(voters), node)
-	if slices.Contains(voters, node) {
-		next.Meta = voters // promoted by an earlier attempt
+	next.Meta = slices.Clone(voters)
+	if !slices.Contains(voters, node) {
+		next.Meta = append(next.Meta, node) // else promoted by an earlier attempt
 	}
+	slices.Sort(next.Meta)
 	if err := h.metaCAS(ctx, cur, next); err != nil {
 		return fmt.Errorf("recording %s as a metadata voter: %w", node, err)
 	}
@@ -295,6 +296,7 @@ func (h *Host) driveRemoveMeta(ctx context.Context, node string) error {
 	next := cur.clone()
 	next.Epoch++
 	next.Meta = slices.DeleteFunc(slices.Clone(voters), func(v string) bool { return v == node })
+	slices.Sort(next.Meta)
 	if err := h.metaCAS(ctx, cur, next); err != nil {
 		return fmt.Errorf("dropping %s from the metadata voters: %w", node, err)
 	}

@@ -50,7 +50,7 @@ type ShardMap struct {
 	// still have.
 	RemovedShards []uint32
 	// Meta are the voters of the metadata group once RAFT.SHARD ADDMETA or
-	// REMOVEMETA changed them (metavoters.go), in the group's order; nil
+	// REMOVEMETA changed them (metavoters.go), sorted; nil
 	// before: the first shard's members of the map the cluster was
 	// created with.
 	Meta  []string
