@@ -17,8 +17,8 @@ import (
 	"raftset/internal/respwire"
 )
 
-// Changing the metadata group's voters (docs/sharding.md, The metadata
-// group): RAFT.SHARD ADDMETA <node> and REMOVEMETA <node> run on the
+// Changing the metadata group's voters (docs/sharding.md, Changing the
+// voters): RAFT.SHARD ADDMETA <node> and REMOVEMETA <node> run on the
 // metadata leader's process (relayToMeta, as ADDREPLICA), and change the
 // group as ADDREPLICA and REMOVEREPLICA change a shard's: the group first
 // (the node joins as a non-voter, or leaves), then the map, whose "meta"
