@@ -321,7 +321,8 @@ func (h *Host) ProcessStats() stats.Process { return processStats() }
 // MetaStats is the metadata group as this process sees it (metrics.Node):
 // the epoch of the map it routes by, which every process has, and its
 // replica's Raft state on a process that runs one (the members of the
-// bootstrap map's first shard, metagroup.go).
+// bootstrap map's first shard, or the voters the map names once ADDMETA or
+// REMOVEMETA changed them: metavoters.go), read at each call.
 func (h *Host) MetaStats() (stats.Meta, bool) {
 	m := stats.Meta{Epoch: h.Map().Epoch}
 	if meta := h.MetaNode(); meta != nil {
