@@ -32,17 +32,7 @@ func TestShardedAddShard(t *testing.T) {
 	rdb := clusterClient(t, 10*time.Second, nodes...)
 	sadd := func(k, m string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			err := rdb.SAdd(ctx, k, m).Err() // idempotent: repeated after an unknown outcome
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("SADD %s %s: %v", k, m, err)
-			}
-			t.Logf("SADD %s %s: %v (retrying)", k, m, err)
-		}
+		saddRetrying(t, ctx, rdb, k, m)
 	}
 	const nkeys = 300
 	for i := range nkeys {

@@ -268,3 +268,20 @@ func clusterCheck(t *testing.T, addr string) string {
 	}
 	return string(out)
 }
+
+// saddRetrying adds m to k through rdb, again after an error for up to
+// 30 s (SADD is idempotent, so a repeat after an unknown outcome is safe).
+func saddRetrying(t *testing.T, ctx context.Context, rdb *redis.ClusterClient, k, m string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := rdb.SAdd(ctx, k, m).Err()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SADD %s %s: %v", k, m, err)
+		}
+		t.Logf("SADD %s %s: %v (retrying)", k, m, err)
+	}
+}
