@@ -103,7 +103,8 @@ func (h *Host) driveRemoveShard(ctx context.Context, id uint32, dry bool) error 
 // removeShardRefusal says why shard id cannot leave m without asking any
 // process (the home rule does): first is the bootstrap map's first shard.
 func (m *ShardMap) removeShardRefusal(id, first uint32) error {
-	if _, ok := m.Shard(id); !ok {
+	sh, ok := m.Shard(id)
+	if !ok {
 		return fmt.Errorf("no shard %d", id)
 	}
 	if len(m.Shards) == 1 {
@@ -119,7 +120,7 @@ func (m *ShardMap) removeShardRefusal(id, first uint32) error {
 	if mv := m.Move; mv != nil && (mv.From == id || mv.To == id) {
 		return fmt.Errorf("slots %d-%d are moving from shard %d to shard %d: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (RAFT.SHARD ABORT) first", mv.First, mv.Last, mv.From, mv.To)
 	}
-	if sh, _ := m.Shard(id); len(sh.Ranges) > 0 {
+	if len(sh.Ranges) > 0 {
 		n := 0
 		var ranges []string
 		for i, r := range sh.Ranges {
@@ -148,8 +149,8 @@ func (m *ShardMap) withoutShard(id uint32) *ShardMap {
 	}
 	homes := map[string]home{}
 	for _, node := range sh.Members {
-		id, ok := m.Home(node)
-		homes[node] = home{id, ok}
+		h, ok := m.Home(node)
+		homes[node] = home{h, ok}
 	}
 	next := m.clone()
 	next.Epoch++

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"raftset/cluster"
 )
@@ -62,29 +61,12 @@ func removeShard(ac *adminConn, id uint32, dry bool, stdout io.Writer) error {
 	if _, err := ac.callRetrying("RAFT.SHARD", "REMOVESHARD", s); err != nil {
 		return fmt.Errorf("REMOVESHARD %s: %w", s, err)
 	}
-	if err := waitShardRemoved(ac, id); err != nil {
+	// What runs next against the node (a rebalance, CLUSTER SHARDS) must
+	// no longer see the shard.
+	removed := func(m *cluster.ShardMap) bool { return slices.Contains(m.RemovedShards, id) }
+	if err := waitMap(ac, fmt.Sprintf("shard %d removed", id), removed); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "removed shard %d: %s close their replicas within a map refresh; then delete shards/%d in their data directories\n", id, members, id)
 	return nil
-}
-
-// waitShardRemoved waits until the node asked routes by a map without
-// shard id, so that what runs next against it (a rebalance, CLUSTER
-// SHARDS) no longer sees the shard.
-func waitShardRemoved(ac *adminConn, id uint32) error {
-	for {
-		m, err := shardMap(ac)
-		if err != nil {
-			return err
-		}
-		if slices.Contains(m.RemovedShards, id) {
-			return nil
-		}
-		select {
-		case <-ac.ctx.Done():
-			return fmt.Errorf("waiting for the map to show shard %d removed: %w", id, ac.ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
