@@ -50,13 +50,25 @@ const (
 // when its directory says it runs one (above).
 func (h *Host) startMeta() error {
 	dir := MetaDir(h.cfg.DataDir)
-	if fileExists(filepath.Join(dir, metaLeftFile)) {
+	// An unreadable marker is an error, never "no marker": a replica that
+	// left must not start again.
+	left, err := exists(filepath.Join(dir, metaLeftFile))
+	if err != nil {
+		return fmt.Errorf("metadata replica: %w", err)
+	}
+	if left {
 		h.log.Info("this node left the metadata group (RAFT.SHARD REMOVEMETA): no replica of it started")
 		return nil
 	}
 	inDirective := slices.Contains(h.bootstrap.Shards[0].Members, h.self)
-	if !inDirective && !fileExists(filepath.Join(dir, raftDBFile)) {
-		return nil
+	if !inDirective {
+		held, err := exists(filepath.Join(dir, raftDBFile))
+		if err != nil {
+			return fmt.Errorf("metadata replica: %w", err)
+		}
+		if !held {
+			return nil
+		}
 	}
 	n, err := h.newMetaNode(h.metaVoters(), inDirective)
 	if err != nil {
@@ -64,11 +76,6 @@ func (h *Host) startMeta() error {
 	}
 	h.meta.Store(n)
 	return nil
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // syncMeta starts this process's replica of the metadata group when the

@@ -48,7 +48,11 @@ func GroupsIn(dir string) (shards []uint32, meta bool, err error) {
 	if _, err := os.Stat(filepath.Join(MetaDir(dir), raftDBFile)); err == nil {
 		// A replica that left the group (RAFT.SHARD REMOVEMETA) is not
 		// started again (metavoters.go): there is nothing to recover.
-		meta = !fileExists(filepath.Join(MetaDir(dir), metaLeftFile))
+		left, err := exists(filepath.Join(MetaDir(dir), metaLeftFile))
+		if err != nil {
+			return nil, false, err
+		}
+		meta = !left
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, fmt.Errorf("cluster: %w", err)
 	}
