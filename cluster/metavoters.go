@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"raftset/internal/command"
-	"raftset/internal/respwire"
 )
 
 // Changing the metadata group's voters (docs/sharding.md, Changing the
@@ -353,15 +352,10 @@ func (h *Host) metaCall(ctx context.Context, args [][]byte) []byte {
 // waitMetaSuffrage waits until the metadata leader lists node with
 // suffrage.
 func (h *Host) waitMetaSuffrage(ctx context.Context, node, suffrage string) error {
-	var r []byte
-	perr := h.poll(ctx, promoteWait, 100*time.Millisecond, func() bool {
-		r = h.metaCall(ctx, [][]byte{[]byte(cmdSuffrage), []byte(node)})
-		v, err := respwire.Parse(r)
-		return err == nil && v.Kind == '$' && v.Str == suffrage
-	})
-	if errors.Is(perr, errPollLimit) {
+	last, err := h.awaitSuffrage(ctx, func(args [][]byte) []byte { return h.metaCall(ctx, args) }, node, suffrage)
+	if errors.Is(err, errPollLimit) {
 		return fmt.Errorf("%s is not a %s of the metadata group after %s (last answer %q); the map names it, run ADDMETA again to wait for it",
-			node, suffrage, promoteWait, strings.TrimSpace(string(r)))
+			node, suffrage, promoteWait, last)
 	}
-	return perr
+	return err
 }

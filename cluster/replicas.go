@@ -276,17 +276,25 @@ func (h *Host) readMetaSettled(ctx context.Context) (*ShardMap, error) {
 
 // waitSuffrage waits until shard id's leader lists node with suffrage.
 func (h *Host) waitSuffrage(ctx context.Context, id uint32, node, suffrage string) error {
+	last, err := h.awaitSuffrage(ctx, func(args [][]byte) []byte { return h.shardCall(ctx, id, args) }, node, suffrage)
+	if errors.Is(err, errPollLimit) {
+		return fmt.Errorf("%s is not a %s of shard %d after %s (last answer %q); the map names it, run ADDREPLICA's check again with RAFT.SHARD %d RAFT.INFO",
+			node, suffrage, id, promoteWait, last, id)
+	}
+	return err
+}
+
+// awaitSuffrage asks a group's leader through call until it answers that
+// node has suffrage, for up to promoteWait; at the limit it returns
+// errPollLimit with the last answer.
+func (h *Host) awaitSuffrage(ctx context.Context, call func([][]byte) []byte, node, suffrage string) (string, error) {
 	var r []byte
-	perr := h.poll(ctx, promoteWait, 100*time.Millisecond, func() bool {
-		r = h.shardCall(ctx, id, [][]byte{[]byte(cmdSuffrage), []byte(node)})
+	err := h.poll(ctx, promoteWait, 100*time.Millisecond, func() bool {
+		r = call([][]byte{[]byte(cmdSuffrage), []byte(node)})
 		v, err := respwire.Parse(r)
 		return err == nil && v.Kind == '$' && v.Str == suffrage
 	})
-	if errors.Is(perr, errPollLimit) {
-		return fmt.Errorf("%s is not a %s of shard %d after %s (last answer %q); the map names it, run ADDREPLICA's check again with RAFT.SHARD %d RAFT.INFO",
-			node, suffrage, id, promoteWait, strings.TrimSpace(string(r)), id)
-	}
-	return perr
+	return strings.TrimSpace(string(r)), err
 }
 
 // stopRemovedShards closes this process's replica of every shard the map
