@@ -311,8 +311,11 @@ func (h *Host) driveRemoveMeta(ctx context.Context, node string) error {
 }
 
 // handMetaOver moves the metadata group's leadership from this process to
-// another voter and waits until this replica follows it.
+// another voter and waits until this replica follows it. A voter that
+// cannot take it (down: the machine being replaced) passes the turn to
+// the next.
 func (h *Host) handMetaOver(ctx context.Context, voters []string) error {
+	var errs []error
 	for _, to := range voters {
 		if to == h.self {
 			continue
@@ -320,7 +323,11 @@ func (h *Host) handMetaOver(ctx context.Context, voters []string) error {
 		if _, err := h.retry(ctx, func() []byte {
 			return h.metaCall(ctx, [][]byte{[]byte(cmdTransfer), []byte(to)})
 		}); err != nil {
-			return fmt.Errorf("moving the metadata group's leadership to %s before removing this node: %w", to, err)
+			if ctx.Err() != nil {
+				return err
+			}
+			errs = append(errs, fmt.Errorf("to %s: %w", to, err))
+			continue
 		}
 		perr := h.poll(ctx, transferWait, 50*time.Millisecond, func() bool {
 			meta := h.MetaNode()
@@ -330,10 +337,13 @@ func (h *Host) handMetaOver(ctx context.Context, voters []string) error {
 			_, l := meta.Leader()
 			return l != "" && l != h.self
 		})
-		if errors.Is(perr, errPollLimit) {
-			return fmt.Errorf("the metadata group named no leader other than %s within %s after a transfer to %s", h.self, transferWait, to)
+		if !errors.Is(perr, errPollLimit) {
+			return perr
 		}
-		return perr
+		errs = append(errs, fmt.Errorf("to %s: no other leader named within %s", to, transferWait))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("moving the metadata group's leadership off %s before removing it: %w", h.self, errors.Join(errs...))
 	}
 	return nil
 }
