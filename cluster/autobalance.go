@@ -151,7 +151,7 @@ func (h *Host) balanceStep() (moved string, busy bool, err error) {
 	defer h.balanceMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), balanceStepTimeout)
 	defer cancel()
-	moves, err := h.driveBalance(ctx, false, 1, true)
+	moves, err := h.driveBalance(ctx, false, 1)
 	if len(moves) > 0 {
 		moved = moves[0]
 	}

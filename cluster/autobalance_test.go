@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,44 @@ func shardLeaders(hosts []*Host, shards int) (map[uint32]string, bool) {
 		}
 	}
 	return out, true
+}
+
+// leadAllOn transfers every shard's leadership to node and waits until it
+// leads them all.
+func leadAllOn(t *testing.T, hosts []*Host, shards int, node string) {
+	t.Helper()
+	ctx := context.Background()
+	for id := range shards {
+		// One transfer a second at most: a transfer takes a moment to
+		// show, and one sent meanwhile would only be refused.
+		var sent time.Time
+		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("shard %d's leadership to reach %s", id, node), func() bool {
+			l, ok := shardLeaders(hosts, shards)
+			if ok && l[uint32(id)] == node {
+				return true
+			}
+			if !ok || time.Since(sent) < time.Second {
+				return false
+			}
+			sent = time.Now()
+			if r := hosts[0].Admin(ctx, [][]byte{[]byte("raft.shard"), []byte(strconv.Itoa(id)), []byte("raft.transfer"), []byte(node)}); string(r) != "+OK\r\n" {
+				t.Logf("RAFT.SHARD %d RAFT.TRANSFER %s = %q (retrying)", id, node, r)
+			}
+			return false
+		})
+	}
+	testutil.WaitFor(t, 10*time.Second, node+" to lead every shard", func() bool {
+		l, ok := shardLeaders(hosts, shards)
+		if !ok {
+			return false
+		}
+		for _, n := range l {
+			if n != node {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // balanceTransfers is the automatic transfers every host counted (INFO
@@ -71,33 +110,11 @@ func TestLeaderBalanceSpreadsLeaders(t *testing.T) {
 		// grafana/pyroscope#5518 describes.)
 		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 1500*time.Millisecond, 1500*time.Millisecond, 750*time.Millisecond
 	})
-	ctx := context.Background()
 	allOnN1 := func() bool {
 		l, ok := shardLeaders(hosts, shards)
 		return ok && l[0] == "n1" && l[1] == "n1" && l[2] == "n1"
 	}
-	putAllOnN1 := func() {
-		for id := range shards {
-			// One transfer a second at most: a transfer takes a moment to
-			// show, and one sent meanwhile would only be refused.
-			var sent time.Time
-			testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("shard %d's leadership to reach n1", id), func() bool {
-				l, ok := shardLeaders(hosts, shards)
-				if ok && l[uint32(id)] == "n1" {
-					return true
-				}
-				if !ok || time.Since(sent) < time.Second {
-					return false
-				}
-				sent = time.Now()
-				if r := hosts[0].Admin(ctx, [][]byte{[]byte("raft.shard"), []byte(strconv.Itoa(id)), []byte("raft.transfer"), []byte("n1")}); string(r) != "+OK\r\n" {
-					t.Logf("RAFT.SHARD %d RAFT.TRANSFER n1 = %q (retrying)", id, r)
-				}
-				return false
-			})
-		}
-		testutil.WaitFor(t, 10*time.Second, "n1 to lead every shard", allOnN1)
-	}
+	putAllOnN1 := func() { leadAllOn(t, hosts, shards, "n1") }
 	putAllOnN1()
 	// What the balancer moves it counts: none while it is off. A
 	// leadership that leaves n1 without a count is an election of the
@@ -147,5 +164,37 @@ func TestLeaderBalanceSpreadsLeaders(t *testing.T) {
 	}
 	if l, ok := shardLeaders(hosts, shards); ok && fmt.Sprint(l) != fmt.Sprint(before) {
 		t.Logf("leaders %v, then %v with no transfer counted: an election", before, l)
+	}
+}
+
+// TestBalanceLeadersPlansAroundADownNode: three hosts × three shards, each
+// shard's preferred leader a different host, every leadership put on n1,
+// then n3 stops. RAFT.SHARD BALANCE-LEADERS run by hand gives n2 its share
+// and leaves n3 out of the plan: before, it planned shard 2 for n3 (its
+// preferred leader), and the transfer to a stopped node failed the run.
+func TestBalanceLeadersPlansAroundADownNode(t *testing.T) {
+	const shards = 3
+	hosts := servedHostsWith(t, "0:0-5460:n1,n2,n3 1:5461-10922:n2,n3,n1 2:10923-16383:n3,n1,n2", 3, func(c *Config) {
+		c.LeaderBalanceInterval = 0
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 1500*time.Millisecond, 1500*time.Millisecond, 750*time.Millisecond
+	})
+	leadAllOn(t, hosts, shards, "n1")
+	if err := hosts[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	up := hosts[:2]
+	var reply string
+	// Not run while the metadata group elects a leader (n3 may have led
+	// it); any other answer is the run's.
+	testutil.WaitFor(t, 30*time.Second, "BALANCE-LEADERS to run", func() bool {
+		reply = string(up[0].Admin(context.Background(), [][]byte{[]byte("raft.shard"), []byte("balance-leaders")}))
+		return !strings.HasPrefix(reply, "-TRYAGAIN")
+	})
+	if want := "*1\r\n$17\r\nshard 1: n1 -> n2\r\n"; reply != want {
+		t.Fatalf("BALANCE-LEADERS with n3 down = %q, want %q", reply, want)
+	}
+	l, ok := shardLeaders(up, shards)
+	if want := map[uint32]string{0: "n1", 1: "n2", 2: "n1"}; !ok || fmt.Sprint(l) != fmt.Sprint(want) {
+		t.Errorf("leaders after the run: %v (settled %v), want %v", l, ok, want)
 	}
 }

@@ -84,7 +84,7 @@ func (h *Host) balanceLeaders(ctx context.Context, dry, relayed bool) []byte {
 	return h.relayToMeta(ctx, "BALANCE-LEADERS", args, relayed, func() []byte {
 		h.balanceMu.Lock()
 		defer h.balanceMu.Unlock()
-		moves, err := h.driveBalance(ctx, dry, 0, false)
+		moves, err := h.driveBalance(ctx, dry, 0)
 		if err != nil {
 			done := ""
 			if len(moves) > 0 {
@@ -103,11 +103,11 @@ func (h *Host) balanceLeaders(ctx context.Context, dry, relayed bool) []byte {
 // driveBalance moves leaderships to AssignLeaders' choice, or with dry
 // only lists the moves, as "shard <id>: <from> -> <to>"; limit > 0 stops it
 // after that many transfers (the automatic balancer's one per period: the
-// plan is computed anew from the leaders then, not carried over). With
-// following, a member is a candidate only if its process answers that it
-// follows the shard's leader: the automatic balancer plans around a node
-// that is down instead of failing a transfer to it every few intervals.
-func (h *Host) driveBalance(ctx context.Context, dry bool, limit int, following bool) ([]string, error) {
+// plan is computed anew from the leaders then, not carried over). A member
+// is a candidate only if its process answers that it follows the shard's
+// leader: a node that is down is planned around, not tried (a transfer to
+// it could only fail, and stop the run).
+func (h *Host) driveBalance(ctx context.Context, dry bool, limit int) ([]string, error) {
 	m := h.Map()
 	cur := map[uint32]string{}
 	for _, sh := range m.Shards {
@@ -117,15 +117,12 @@ func (h *Host) driveBalance(ctx context.Context, dry bool, limit int, following 
 		}
 		cur[sh.ID] = id
 	}
-	shards := m.Shards
-	if following {
-		shards = make([]Shard, len(m.Shards))
-		for i, sh := range m.Shards {
-			shards[i] = sh
-			shards[i].Members = slices.DeleteFunc(slices.Clone(sh.Members), func(mem string) bool {
-				return mem != cur[sh.ID] && !h.follows(ctx, sh.ID, mem, cur[sh.ID])
-			})
-		}
+	shards := make([]Shard, len(m.Shards))
+	for i, sh := range m.Shards {
+		shards[i] = sh
+		shards[i].Members = slices.DeleteFunc(slices.Clone(sh.Members), func(mem string) bool {
+			return mem != cur[sh.ID] && !h.follows(ctx, sh.ID, mem, cur[sh.ID])
+		})
 	}
 	target := AssignLeaders(shards, cur)
 	if leaderSpread(m, cur) <= leaderSpread(m, target) {
