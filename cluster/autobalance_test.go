@@ -149,6 +149,15 @@ func TestLeaderBalanceSpreadsLeaders(t *testing.T) {
 	})
 	before, _ := shardLeaders(hosts, shards)
 	moved := balanceTransfers(t, hosts)
+	// The metrics count what INFO does (raftset_leader_balance_*_total).
+	var metered uint64
+	for _, h := range hosts {
+		ms, _ := h.MetaStats()
+		metered += ms.BalanceTransfers
+	}
+	if metered != uint64(moved) {
+		t.Errorf("MetaStats counts %d automatic transfers, INFO %d", metered, moved)
+	}
 	// Each shard's preferred leader (its first member) leads it: the plan
 	// AssignLeaders makes from n1 leading all three.
 	want := map[uint32]string{0: "n1", 1: "n2", 2: "n3"}

@@ -324,7 +324,7 @@ func (h *Host) ProcessStats() stats.Process { return processStats() }
 // bootstrap map's first shard, or the voters the map names once ADDMETA or
 // REMOVEMETA changed them: metavoters.go), read at each call.
 func (h *Host) MetaStats() (stats.Meta, bool) {
-	m := stats.Meta{Epoch: h.Map().Epoch}
+	m := stats.Meta{Epoch: h.Map().Epoch, BalanceTransfers: h.bal.transfers.Load(), BalanceFailures: h.bal.failures.Load()}
 	if meta := h.MetaNode(); meta != nil {
 		st := meta.NodeStats()
 		m.Replica, m.Voter = &st, meta.isVoter()

@@ -62,7 +62,8 @@ func byShard(fams map[string]*dto.MetricFamily, fam string) map[string]float64 {
 // them, without a restart. The metadata group's series
 // (checkMetaSeriesProcs): n1-n3, shard 0's members, are its voters, with
 // one leader among them, n4 has none of its Raft series, and every
-// process shows the same map epoch, two more after the two changes.
+// process shows the same map epoch, two more after the two changes. The
+// dashboard's sharding panels name only series these processes export.
 func TestShardedMetricsProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test")
@@ -112,6 +113,11 @@ func TestShardedMetricsProcesses(t *testing.T) {
 	checkShardSeries(t, nodes, maddr, held, keys)
 	metaVoters := []string{"n1", "n2", "n3"}
 	epoch := checkMetaSeriesProcs(t, nodes, maddr, metaVoters, 1)
+	var fams []map[string]*dto.MetricFamily
+	for _, cp := range nodes {
+		fams = append(fams, scrape(t, maddr[cp.id]))
+	}
+	checkDashboard(t, true, fams...)
 
 	// A replica added while the processes run gets its series; one removed
 	// loses them.

@@ -52,6 +52,8 @@ var (
 	dDataset   = desc("raftset_memory_dataset_bytes", "The state machine's accounting of its dataset (INFO used_memory_dataset).", "shard")
 	dMetaVoter = desc("raftset_meta_voter", "1 if this process is a voter of the metadata group (in the configuration its replica knows).")
 	dMetaEpoch = desc("raftset_meta_map_epoch", "Configuration epoch of the newest cluster map this process knows (0 until it learned the bootstrapped map).")
+	dBalMoved  = desc("raftset_leader_balance_transfers_total", "Shard leaderships the automatic leader balancer of this process moved (INFO cluster_leader_balance_transfers).")
+	dBalFailed = desc("raftset_leader_balance_failures_total", "Transfers of the automatic leader balancer of this process that failed (INFO cluster_leader_balance_failures).")
 )
 
 // The Raft series of a replica: the shards' carry the shard label; the
@@ -200,7 +202,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	shardRaft.describe(ch)
 	metaRaft.describe(ch)
 	for _, d := range []*prometheus.Desc{dSnapSize, dReady, dEntries, dOps, dBatch, dForwarded, dReadIndex,
-		dLinReads, dExpired, dEvicted, dKeys, dKeysExp, dHeap, dRSS, dDataset, dMetaVoter, dMetaEpoch} {
+		dLinReads, dExpired, dEvicted, dKeys, dKeysExp, dHeap, dRSS, dDataset, dMetaVoter, dMetaEpoch, dBalMoved, dBalFailed} {
 		ch <- d
 	}
 }
@@ -224,6 +226,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	if ms, ok := c.node.MetaStats(); ok {
 		gauge(ch, dMetaVoter, b2f(ms.Voter))
 		gauge(ch, dMetaEpoch, float64(ms.Epoch))
+		counter(ch, dBalMoved, float64(ms.BalanceTransfers))
+		counter(ch, dBalFailed, float64(ms.BalanceFailures))
 		if ms.Replica != nil {
 			metaRaft.collect(ch, ms.Replica)
 		}

@@ -18,7 +18,8 @@ var metaRaftNames = []string{"raftset_meta_raft_term", "raftset_meta_raft_commit
 // TestMetaSeries: a sharded process exports raftset_meta_voter and
 // raftset_meta_map_epoch, and, when it runs a replica of the metadata
 // group, that replica's Raft series under raftset_meta_raft_* with no
-// shard label (and lag series per peer on the group's leader); a process
+// shard label (and lag series per peer on the group's leader), and its
+// automatic leader balancer's counts; a process
 // outside the group has none of those, and one without shard-map no
 // raftset_meta_* series at all. The shards' series are the same whatever
 // the metadata group does.
@@ -42,9 +43,10 @@ func TestMetaSeries(t *testing.T) {
 	}{
 		{
 			name: "metadata leader",
-			meta: &stats.Meta{Epoch: 7, Voter: true, Replica: &leader},
+			meta: &stats.Meta{Epoch: 7, Voter: true, Replica: &leader, BalanceTransfers: 3, BalanceFailures: 1},
 			want: map[string]float64{
 				"raftset_meta_voter{}": 1, "raftset_meta_map_epoch{}": 7,
+				"raftset_leader_balance_transfers_total{}": 3, "raftset_leader_balance_failures_total{}": 1,
 				"raftset_meta_raft_term{}": 4, "raftset_meta_raft_commit_index{}": 12,
 				"raftset_meta_raft_applied_index{}": 11, "raftset_meta_raft_last_log_index{}": 13,
 				"raftset_meta_raft_last_snapshot_index{}": 8,
@@ -79,14 +81,16 @@ func TestMetaSeries(t *testing.T) {
 				"raftset_meta_raft_term{}": 4},
 		},
 		{
-			name:   "outside the metadata group",
-			meta:   &stats.Meta{Epoch: 7},
-			want:   map[string]float64{"raftset_meta_voter{}": 0, "raftset_meta_map_epoch{}": 7},
+			name: "outside the metadata group",
+			meta: &stats.Meta{Epoch: 7},
+			want: map[string]float64{"raftset_meta_voter{}": 0, "raftset_meta_map_epoch{}": 7,
+				"raftset_leader_balance_transfers_total{}": 0, "raftset_leader_balance_failures_total{}": 0},
 			absent: prefixed(metaRaftNames),
 		},
 		{
-			name:   "no shard-map",
-			absent: append(prefixed(metaRaftNames), "raftset_meta_voter{", "raftset_meta_map_epoch{"),
+			name: "no shard-map",
+			absent: append(prefixed(metaRaftNames), "raftset_meta_voter{", "raftset_meta_map_epoch{",
+				"raftset_leader_balance_transfers_total{", "raftset_leader_balance_failures_total{"),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -70,6 +70,10 @@ type Meta struct {
 	// Replica is the state of this process's replica of the group; nil
 	// when it runs none.
 	Replica *Node
+	// BalanceTransfers and BalanceFailures count the leadership transfers
+	// the automatic leader balancer of this process made and those that
+	// failed (it acts only while this process's replica leads the group).
+	BalanceTransfers, BalanceFailures uint64
 }
 
 // Process is what the metrics read of the process as a whole, whatever
