@@ -405,7 +405,7 @@ func (w *writer) queued() int {
 
 // gathered reports whether want requests are queued; until they are, only
 // the submit that brings the queue to want wakes the proposer. Woken by
-// every submit, the proposer rose some thirty times per entry under
+// every submit, the proposer rose about 25 times per entry under
 // SPOP -P10 only to count the queue and sleep again (docs/benchmarks.md,
 // session 10). gathered(0) restores a wake per submit.
 func (w *writer) gathered(want int) bool {
