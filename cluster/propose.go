@@ -122,6 +122,9 @@ type writer struct {
 	mu     sync.Mutex
 	queue  []*writeReq
 	closed bool
+	// gatherWant is the queue length at which a submit wakes the proposer
+	// while pace gathers an entry's writers (0: every submit wakes it).
+	gatherWant int
 
 	// pause is held by the proposer while it turns a queue into entries;
 	// DEBUG RELOAD holds it to keep new entries out.
@@ -216,10 +219,13 @@ func (w *writer) submitOutcome(ctx context.Context, ops []command.Op, internal b
 		return out, notApplied
 	}
 	w.queue = append(w.queue, r)
+	wake := len(w.queue) >= w.gatherWant
 	w.mu.Unlock()
-	select {
-	case w.sig <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case w.sig <- struct{}{}:
+		default:
+		}
 	}
 	select {
 	case <-r.done:
@@ -379,7 +385,8 @@ func (w *writer) pace() {
 	case <-n.stopCh:
 		return
 	}
-	for w.queued() < want {
+	defer w.gathered(0)
+	for !w.gathered(want) {
 		select {
 		case <-w.sig:
 		case <-w.paceTimer.C:
@@ -394,6 +401,22 @@ func (w *writer) queued() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.queue)
+}
+
+// gathered reports whether want requests are queued; until they are, only
+// the submit that brings the queue to want wakes the proposer. Woken by
+// every submit, the proposer rose about 25 times per entry under
+// SPOP -P10 only to count the queue and sleep again (docs/benchmarks.md,
+// session 10). gathered(0) restores a wake per submit.
+func (w *writer) gathered(want int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) >= want {
+		w.gatherWant = 0
+		return true
+	}
+	w.gatherWant = want
+	return false
 }
 
 // storeNotifier wraps the log store to count and signal completed writes

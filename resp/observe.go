@@ -57,7 +57,8 @@ type observe struct {
 	slowerThan atomic.Int64 // µs; negative: off
 	slowMax    atomic.Int64
 	slowMu     sync.Mutex
-	slow       []slowEntry // oldest first
+	slow       []slowEntry // oldest first, from slowFrom on (pushSlow)
+	slowFrom   int
 	slowID     int64
 
 	latThreshold atomic.Int64 // ms; 0: off
@@ -154,7 +155,7 @@ func (c *client) accountLocal(spec *command.Spec, args [][]byte, d time.Duration
 		failed = 1
 	}
 	c.s.account(spec, d, 1, failed)
-	c.s.slowCheck(c, spec, args, d)
+	c.s.slowCheck(c, d, []slowCmd{{spec, args}})
 }
 
 // accountRun accounts the commands answered by one store call that took d;
@@ -180,6 +181,7 @@ func (c *client) accountRun(d time.Duration, replies [][]byte) {
 	if !s.slowWanted(d) && !s.latencyWanted(d) {
 		return
 	}
+	cmds := make([]slowCmd, 0, len(c.pend))
 	for _, p := range c.pend {
 		if p.idx < 0 || p.spec == nil {
 			continue
@@ -191,8 +193,9 @@ func (c *client) accountRun(d time.Duration, replies [][]byte) {
 		case c.run == runRead && p.idx < len(c.reads):
 			args = c.reads[p.idx]
 		}
-		s.slowCheck(c, p.spec, args, d)
+		cmds = append(cmds, slowCmd{p.spec, args})
 	}
+	s.slowCheck(c, d, cmds)
 }
 
 // countError counts an error reply by its code (the first word), as Redis's
@@ -287,16 +290,39 @@ func redacted(spec *command.Spec, args [][]byte, i int) bool {
 	return slices.Contains(secretParams, strings.ToLower(string(args[i-1])))
 }
 
-// slowCheck logs a command that took d if it passes the thresholds.
-func (s *Server) slowCheck(c *client, spec *command.Spec, args [][]byte, d time.Duration) {
+// slowCmd is a command for the slow log: its spec and arguments.
+type slowCmd struct {
+	spec *command.Spec
+	args [][]byte
+}
+
+// slowCheck logs commands that took d each (a pipelined run shares its
+// store call's time) if d passes the thresholds. A run is logged under one
+// lock, with the arguments of all its entries copied into one buffer: under
+// a loaded write load every store call passes the default 10 ms, and ten
+// entries made one by one (three allocations and two locks each, and a
+// shift of the whole log per entry once full) cost 2.5% of the server's CPU
+// (docs/benchmarks.md, session 10).
+func (s *Server) slowCheck(c *client, d time.Duration, cmds []slowCmd) {
 	if s.latencyWanted(d) {
-		ev := "command"
-		if spec.Has(command.Fast) {
-			ev = "fast-command"
+		var fast, other bool
+		for _, sc := range cmds {
+			if sc.spec.Has(command.Fast) {
+				fast = true
+			} else {
+				other = true
+			}
 		}
-		s.latencySample(ev, d.Milliseconds())
+		// The history keeps one sample a second, the largest: one per
+		// event says the same as one per command.
+		if fast {
+			s.latencySample("fast-command", d.Milliseconds())
+		}
+		if other {
+			s.latencySample("command", d.Milliseconds())
+		}
 	}
-	if !s.slowWanted(d) || noSlowlog(spec) {
+	if !s.slowWanted(d) {
 		return
 	}
 	o := &s.obs
@@ -304,49 +330,102 @@ func (s *Server) slowCheck(c *client, spec *command.Spec, args [][]byte, d time.
 	if limit == 0 {
 		return
 	}
-	e := slowEntry{unix: s.now.Load() / int64(time.Second), usec: d.Microseconds(), addr: c.addr}
 	c.mu.Lock()
-	e.name = c.name
+	name := c.name
 	c.mu.Unlock()
-	argc := min(len(args), slowMaxArgs)
-	e.args = make([][]byte, 0, argc)
-	for i := 0; i < argc; i++ {
-		if argc == slowMaxArgs && i == slowMaxArgs-1 && len(args) > slowMaxArgs {
-			e.args = append(e.args, []byte("... ("+strconv.Itoa(len(args)-slowMaxArgs+1)+" more arguments)"))
-			break
+	unix, usec := s.now.Load()/int64(time.Second), d.Microseconds()
+	var entries []slowEntry
+	var hdrs [][]byte
+	var buf []byte
+	for _, sc := range cmds {
+		if noSlowlog(sc.spec) {
+			continue
 		}
-		a := args[i]
-		if redacted(spec, args, i) {
-			a = []byte("(redacted)")
+		if entries == nil {
+			nb, nh := 0, 0
+			for _, x := range cmds {
+				nh += min(len(x.args), slowMaxArgs)
+				for _, a := range x.args {
+					nb += min(len(a), slowMaxArgLen)
+				}
+			}
+			entries = make([]slowEntry, 0, len(cmds))
+			hdrs = make([][]byte, 0, nh)
+			buf = make([]byte, 0, nb)
 		}
-		if len(a) > slowMaxArgLen {
-			a = append(slices.Clip(a[:slowMaxArgLen]), "... ("+strconv.Itoa(len(a)-slowMaxArgLen)+" more bytes)"...)
-		} else {
-			a = slices.Clone(a)
-		}
-		e.args = append(e.args, a)
+		from := len(hdrs)
+		hdrs, buf = appendSlowArgs(hdrs, buf, sc.spec, sc.args)
+		entries = append(entries, slowEntry{unix: unix, usec: usec, addr: c.addr, name: name,
+			args: hdrs[from:len(hdrs):len(hdrs)]})
 	}
-	o.slowMu.Lock()
-	e.id = o.slowID
-	o.slowID++
-	o.slow = append(o.slow, e)
-	if over := int64(len(o.slow)) - limit; over > 0 {
-		o.slow = slices.Delete(o.slow, 0, int(over))
+	if len(entries) > 0 {
+		o.pushSlow(entries, limit)
 	}
-	o.slowMu.Unlock()
 }
+
+// appendSlowArgs appends a command's arguments as the slow log shows them
+// (at most slowMaxArgs, each cut at slowMaxArgLen, secrets redacted) to
+// hdrs, their bytes copied to buf. An append that outgrows buf moves on to a
+// new array; the arguments already made keep pointing into the old one,
+// which nothing writes again.
+func appendSlowArgs(hdrs [][]byte, buf []byte, spec *command.Spec, args [][]byte) ([][]byte, []byte) {
+	argc := min(len(args), slowMaxArgs)
+	for i := 0; i < argc; i++ {
+		start := len(buf)
+		switch {
+		case argc == slowMaxArgs && i == slowMaxArgs-1 && len(args) > slowMaxArgs:
+			buf = append(buf, "... ("+strconv.Itoa(len(args)-slowMaxArgs+1)+" more arguments)"...)
+			return append(hdrs, buf[start:len(buf):len(buf)]), buf
+		case redacted(spec, args, i):
+			buf = append(buf, "(redacted)"...)
+		case len(args[i]) > slowMaxArgLen:
+			buf = append(buf, args[i][:slowMaxArgLen]...)
+			buf = append(buf, "... ("+strconv.Itoa(len(args[i])-slowMaxArgLen)+" more bytes)"...)
+		default:
+			buf = append(buf, args[i]...)
+		}
+		hdrs = append(hdrs, buf[start:len(buf):len(buf)])
+	}
+	return hdrs, buf
+}
+
+// pushSlow appends entries to the slow log, numbering them, and drops the
+// oldest beyond limit. Dropping moves slowFrom rather than the entries
+// kept (deleting from the front moved all 127 others for every entry
+// logged); the log is compacted once the dropped entries outnumber them.
+func (o *observe) pushSlow(entries []slowEntry, limit int64) {
+	o.slowMu.Lock()
+	defer o.slowMu.Unlock()
+	for i := range entries {
+		entries[i].id = o.slowID
+		o.slowID++
+	}
+	o.slow = append(o.slow, entries...)
+	if over := int64(len(o.slow)-o.slowFrom) - limit; over > 0 {
+		clear(o.slow[o.slowFrom : o.slowFrom+int(over)]) // their arguments go now
+		o.slowFrom += int(over)
+	}
+	if o.slowFrom > len(o.slow)/2 {
+		n := copy(o.slow, o.slow[o.slowFrom:])
+		clear(o.slow[n:])
+		o.slow, o.slowFrom = o.slow[:n], 0
+	}
+}
+
+// slowKept is the slow log, oldest first; the caller holds slowMu.
+func (o *observe) slowKept() []slowEntry { return o.slow[o.slowFrom:] }
 
 func (c *client) cmdSlowlog(dst []byte, spec *command.Spec, args [][]byte) []byte {
 	o := &c.s.obs
 	switch spec.Name {
 	case "slowlog|len":
 		o.slowMu.Lock()
-		n := len(o.slow)
+		n := len(o.slowKept())
 		o.slowMu.Unlock()
 		return command.AppendInt(dst, int64(n))
 	case "slowlog|reset":
 		o.slowMu.Lock()
-		o.slow = nil
+		o.slow, o.slowFrom = nil, 0
 		o.slowMu.Unlock()
 		return append(dst, command.OK...)
 	case "slowlog|help":
@@ -366,12 +445,13 @@ func (c *client) cmdSlowlog(dst []byte, spec *command.Spec, args [][]byte) []byt
 	}
 	o.slowMu.Lock()
 	defer o.slowMu.Unlock()
-	if count < 0 || count > int64(len(o.slow)) {
-		count = int64(len(o.slow))
+	kept := o.slowKept()
+	if count < 0 || count > int64(len(kept)) {
+		count = int64(len(kept))
 	}
 	dst = command.AppendArray(dst, int(count))
-	for i := len(o.slow) - 1; i >= len(o.slow)-int(count); i-- {
-		e := &o.slow[i]
+	for i := len(kept) - 1; i >= len(kept)-int(count); i-- {
+		e := &kept[i]
 		dst = command.AppendArray(dst, 6)
 		dst = command.AppendInt(dst, e.id)
 		dst = command.AppendInt(dst, e.unix)

@@ -188,6 +188,61 @@ func TestSlowlog(t *testing.T) {
 	}
 }
 
+// TestSlowlogPipelinedRun: the commands of a pipelined write run share
+// their store call's time, and each gets its own entry, numbered in order,
+// with its own arguments (cut as for a single command) and the newest
+// slowlog-max-len kept, over many runs.
+func TestSlowlogPipelinedRun(t *testing.T) {
+	_, addr := startServer(t, Config{}, newFakeStore())
+	tc := dial(t, addr)
+	tc.do("CONFIG", "SET", "slowlog-log-slower-than", "0")
+	tc.do("CONFIG", "SET", "slowlog-max-len", "4")
+	tc.do("SLOWLOG", "RESET")
+	many := []string{"SADD", "wide"}
+	for i := range 40 {
+		many = append(many, "m"+strconv.Itoa(i))
+	}
+	long := strings.Repeat("y", 300)
+	var run strings.Builder
+	for i := range 300 {
+		run.WriteString(enc("SADD", "k", "m"+strconv.Itoa(i)))
+	}
+	run.WriteString(enc(many...))
+	run.WriteString(enc("SADD", "long", long))
+	tc.send(run.String())
+	tc.replies(302)
+	r := tc.do("SLOWLOG", "GET", "-1")
+	v, err := respwire.Parse([]byte(r))
+	if err != nil || len(v.Elems) != 4 {
+		t.Fatalf("SLOWLOG GET -1 = %q", r)
+	}
+	// Newest first: the long SADD, the wide one, then m299 and m298; the
+	// ids count every command logged (the two CONFIG SETs, 0 and 1, and
+	// RESET, 2: RESET empties the log, not the count, as in Redis).
+	wantArgs := [][]string{
+		{"SADD", "long", strings.Repeat("y", 128) + "... (172 more bytes)"},
+		append(append([]string{}, many[:31]...), "... (11 more arguments)"),
+		{"SADD", "k", "m299"},
+		{"SADD", "k", "m298"},
+	}
+	for i, e := range v.Elems {
+		if id := num(e.Elems[0]); id != int64(304-i) {
+			t.Errorf("entry %d: id %d, want %d", i, id, 304-i)
+		}
+		var got []string
+		for _, a := range e.Elems[3].Elems {
+			got = append(got, a.Str)
+		}
+		if strings.Join(got, " ") != strings.Join(wantArgs[i], " ") {
+			t.Errorf("entry %d: args %q, want %q", i, got, wantArgs[i])
+		}
+	}
+	// The SLOWLOG GET was logged after it ran: five now, four kept.
+	if r := tc.do("SLOWLOG", "LEN"); r != integer(4) {
+		t.Errorf("SLOWLOG LEN = %q", r)
+	}
+}
+
 func TestLatencyCommands(t *testing.T) {
 	_, addr := startServer(t, Config{}, slowStore{newFakeStore(), 600 * time.Millisecond})
 	tc := dial(t, addr)
