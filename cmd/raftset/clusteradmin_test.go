@@ -399,21 +399,7 @@ func TestShardedRebalanceSlots(t *testing.T) {
 	nodes := startCluster(t, 3, "--cluster-enabled", "yes", "--shard-map", "0:0-12287:n1,n2,n3 1:12288-16383:n1,n2,n3")
 	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
 
-	var dry, dryErr strings.Builder
-	if code := run([]string{"cluster", "rebalance", "--dry-run", "--addr", nodes[1].addr}, &dry, &dryErr); code != 0 ||
-		dry.String() != "move slots 8192-12287 from shard 0 to shard 1\nslots per shard: 0=8192 1=8192\n" {
-		t.Errorf("rebalance --dry-run: exit %d, %q %s", code, dry.String(), dryErr.String())
-	}
-
-	ctx := context.Background()
-	rdb := clusterClient(t, 5*time.Second, nodes...)
-	var keys []string
-	for i := range 64 {
-		keys = append(keys, fmt.Sprintf("rb:%d", i))
-	}
-	cw := &clusterWriters{keys: keys, retryTryAgain: true}
-	cw.start(ctx, rdb, 5)
-	cw.waitWrites(t, 200)
+	ctx, rdb, keys, cw := rebalanceUnderWrites(t, nodes, "move slots 8192-12287 from shard 0 to shard 1\nslots per shard: 0=8192 1=8192\n", "rb")
 	var out, errOut strings.Builder
 	if code := run([]string{"cluster", "rebalance", "--addr", nodes[2].addr, "--timeout", "3m"}, &out, &errOut); code != 0 ||
 		out.String() != "moved slots 8192-12287 from shard 0 to shard 1\nslots per shard: 0=8192 1=8192\n" {
@@ -453,22 +439,8 @@ func TestShardedRebalanceParallel(t *testing.T) {
 	}
 	nodes := startCluster(t, 3, "--cluster-enabled", "yes", "--shard-map", "0:0-16383:n1,n2,n3 1::n1,n2,n3 2::n1,n2,n3")
 	agreedMasters(t, nodes, "every shard to have a master on every node", func(m map[string]string) bool { return len(m) == 3 })
-	plan := []string{"move slots 10923-16383 from shard 0 to shard 1", "move slots 5462-10922 from shard 0 to shard 2"}
-	var dry, dryErr strings.Builder
-	if code := run([]string{"cluster", "rebalance", "--dry-run", "--addr", nodes[1].addr}, &dry, &dryErr); code != 0 ||
-		dry.String() != strings.Join(plan, "\n")+"\nslots per shard: 0=5462 1=5461 2=5461\n" {
-		t.Errorf("rebalance --dry-run: exit %d, %q %s", code, dry.String(), dryErr.String())
-	}
-
-	ctx := context.Background()
-	rdb := clusterClient(t, 5*time.Second, nodes...)
-	var keys []string
-	for i := range 64 {
-		keys = append(keys, fmt.Sprintf("rp:%d", i))
-	}
-	cw := &clusterWriters{keys: keys, retryTryAgain: true}
-	cw.start(ctx, rdb, 5)
-	cw.waitWrites(t, 200)
+	ctx, rdb, keys, cw := rebalanceUnderWrites(t, nodes,
+		"move slots 10923-16383 from shard 0 to shard 1\nmove slots 5462-10922 from shard 0 to shard 2\nslots per shard: 0=5462 1=5461 2=5461\n", "rp")
 	// Watch the map while the rebalance runs: both moves in it at once is
 	// what running them in parallel means.
 	var both atomic.Bool
@@ -516,4 +488,25 @@ func TestShardedRebalanceParallel(t *testing.T) {
 	}
 	clusterCheck(t, nodes[0].addr)
 	t.Logf("keys with acknowledged members moved per shard: %v; %d members acknowledged", moved, cw.count.Load())
+}
+
+// rebalanceUnderWrites checks rebalance --dry-run's output, then starts
+// go-redis's ClusterClient writing members to 64 keys named prefix:i, and
+// waits for 200 acknowledged: the rebalance tests' start.
+func rebalanceUnderWrites(t *testing.T, nodes []*clusterProc, wantDry, prefix string) (context.Context, *redis.ClusterClient, []string, *clusterWriters) {
+	t.Helper()
+	var dry, dryErr strings.Builder
+	if code := run([]string{"cluster", "rebalance", "--dry-run", "--addr", nodes[1].addr}, &dry, &dryErr); code != 0 || dry.String() != wantDry {
+		t.Errorf("rebalance --dry-run: exit %d, %q %s", code, dry.String(), dryErr.String())
+	}
+	ctx := context.Background()
+	rdb := clusterClient(t, 5*time.Second, nodes...)
+	var keys []string
+	for i := range 64 {
+		keys = append(keys, fmt.Sprintf("%s:%d", prefix, i))
+	}
+	cw := &clusterWriters{keys: keys, retryTryAgain: true}
+	cw.start(ctx, rdb, 5)
+	cw.waitWrites(t, 200)
+	return ctx, rdb, keys, cw
 }
