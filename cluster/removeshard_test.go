@@ -79,6 +79,8 @@ func TestRemoveShardRefusal(t *testing.T) {
 		{"epoch 3\nshard 0:0-16383:n1\nshard 1::n2\nmove 0-9 0 1 3 0\n", 1, "slots 0-9 are moving from shard 0 to shard 1: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (RAFT.SHARD ABORT) first"},
 		{"epoch 5\nshard 0:0-16383:n1\nshard 1::n2\nmove 0-9 1 0 3 4\n", 1, "slots 0-9 are moving from shard 1 to shard 0: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (RAFT.SHARD ABORT) first"},
 		{"epoch 3\nshard 0:0-16383:n1\nshard 1::n2\nshard 2::n3\nmove 0-9 0 1 3 0\n", 2, ""},
+		// Several moves: the one involving the shard, named by its range.
+		{"epoch 4\nshard 0:0-16383:n1\nshard 1::n2\nshard 2::n3\nmoving 0-9 0 1 3 0\nmoving 20-29 0 2 4 0\n", 2, "slots 20-29 are moving from shard 0 to shard 2: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (RAFT.SHARD ABORT 20 29) first"},
 	} {
 		m, err := DecodeShardMap(tc.smap)
 		if err != nil {
