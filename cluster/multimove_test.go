@@ -90,27 +90,26 @@ func (g *moveGate) wait(t *testing.T, firsts ...int) {
 // runMoveSlots sends RAFT.SHARD MOVESLOTS through h as a client would,
 // again while no metadata leader is reachable.
 func runMoveSlots(t *testing.T, h *Host, first, last int, to uint32) string {
-	var r string
-	a := args("raft.shard", "moveslots", fmt.Sprint(first), fmt.Sprint(last), fmt.Sprint(to))
-	testutil.WaitFor(t, 60*time.Second, "MOVESLOTS to reach the metadata leader", func() bool {
-		r = string(h.Admin(context.Background(), a))
-		return !strings.HasPrefix(r, "-TRYAGAIN")
-	})
-	return r
+	return adminRetrying(t, h, "raft.shard", "moveslots", fmt.Sprint(first), fmt.Sprint(last), fmt.Sprint(to))
 }
 
 // runAbort sends RAFT.SHARD ABORT [first last] through h.
 func runAbort(t *testing.T, h *Host, rng ...string) string {
+	return adminRetrying(t, h, append([]string{"raft.shard", "abort"}, rng...)...)
+}
+
+// adminRetrying runs an admin command through h, again while it answers
+// -TRYAGAIN (no reachable metadata leader: an election under load).
+func adminRetrying(t *testing.T, h *Host, a ...string) string {
 	var r string
-	a := args(append([]string{"raft.shard", "abort"}, rng...)...)
-	testutil.WaitFor(t, 60*time.Second, "ABORT to reach the metadata leader", func() bool {
-		r = string(h.Admin(context.Background(), a))
+	testutil.WaitFor(t, 60*time.Second, a[1]+" to reach the metadata leader", func() bool {
+		r = string(h.Admin(context.Background(), args(a...)))
 		return !strings.HasPrefix(r, "-TRYAGAIN")
 	})
 	return r
 }
 
-// waitMaps waits until every host's map satisfies ok.
+// waitHostMaps waits until every host's map satisfies ok.
 func waitHostMaps(t *testing.T, hosts []*Host, what string, ok func(*ShardMap) bool) {
 	t.Helper()
 	testutil.WaitFor(t, 30*time.Second, what, func() bool {
