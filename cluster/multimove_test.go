@@ -146,6 +146,7 @@ func TestSeveralMovesAtOnce(t *testing.T) {
 			ranges = append(ranges, [2]int{m.first, m.last})
 		}
 	}
+	warmUp(t, hosts)
 	// Held before their flips, the ranges stay frozen for a while: the
 	// writers wait it out.
 	ws := startSlotWritersIn(t, hosts, 40000, ranges...)
@@ -212,6 +213,7 @@ func TestSeveralMovesAtOnce(t *testing.T) {
 func TestAbortOneOfTwoMoves(t *testing.T) {
 	hosts := servedHostsWith(t, fourShards, 3, patientTimers)
 	const aFirst, aLast, bFirst, bLast = 1000, 1031, 2000, 2031
+	warmUp(t, hosts)
 	ws := startSlotWritersIn(t, hosts, 40000, [2]int{aFirst, aLast}, [2]int{bFirst, bLast})
 	ws.waitWrites(t, 100)
 	g := newMoveGate("flip")
@@ -273,5 +275,15 @@ func writeOnce(t *testing.T, h *Host, key, member string) {
 	})
 	if r != ":1\r\n" && !(unknown && r == ":0\r\n") {
 		t.Errorf("SADD %s %s = %q", key, member, r)
+	}
+}
+
+// warmUp writes a key in each of fourShards' shards, so that the writers
+// start once every shard has a leader (elections of five groups on a
+// loaded machine can take longer than their first wait).
+func warmUp(t *testing.T, hosts []*Host) {
+	t.Helper()
+	for id := range 4 {
+		writeOnce(t, hosts[0], keyIn(t, "warm", id*4096+100, id*4096+999), "m")
 	}
 }
