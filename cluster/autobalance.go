@@ -118,10 +118,10 @@ func (h *Host) runLeaderBalance() {
 
 // leaderSignature is the map's epoch and every shard's leader and term as
 // the replica here (else the first member that answers) knows them; false
-// while a slot moves or some shard names no leader.
+// while slots move or some shard names no leader.
 func (h *Host) leaderSignature(ctx context.Context) (string, bool) {
 	m := h.Map()
-	if m.Epoch == 0 || m.Move != nil {
+	if m.Epoch == 0 || len(m.Moves) > 0 {
 		return "", false
 	}
 	var b strings.Builder

@@ -182,8 +182,9 @@
 // freeze in the source, export/import batches, flip (map), own in the
 // target, drop in the source, stable (map); each step keyed by the map
 // epoch that planned or flipped it, so running the command again after a
-// failure completes the move. A refusal of a slot the map has given to
-// another shard becomes -MOVED.
+// failure completes the move. Moves of disjoint ranges run at once, each
+// its own entry in the map's list (slotmoves.go) with its own epochs. A
+// refusal of a slot the map has given to another shard becomes -MOVED.
 //
 // # Leader spreading (leaders.go, autobalance.go)
 //

@@ -77,7 +77,20 @@ type Host struct {
 	// bootstrap map (refreshMap's goroutine only).
 	bootChecked bool
 	log         hclog.Logger
-	moveMu      sync.Mutex // one slot move driven at a time (moveslots.go)
+	// moveMu: the slot moves and aborts driven here hold it shared, each
+	// for its whole run, and the other map changes (ADDSHARD, ADDNODE,
+	// REMOVENODE, replica and voter changes, REMOVESHARD, the leader
+	// balancer) exclusively, so that those run between moves as before
+	// several moves could run at once (moveslots.go).
+	moveMu sync.RWMutex
+	// mapStepMu serialises the map changes of the moves driven here (each
+	// a read, a change of its own move, a compare-and-set): concurrent
+	// drivers take turns instead of failing each other's compare-and-set.
+	mapStepMu sync.Mutex
+	// driving holds the ranges whose move or abort runs here, each closed
+	// when it ends: one driver per move (moveslots.go, lockRange).
+	drivingMu sync.Mutex
+	driving   map[[2]int]chan struct{}
 	// balanceMu: one BALANCE-LEADERS at a time (leaders.go); two at once
 	// would chase each other's transfers.
 	balanceMu sync.Mutex
@@ -88,7 +101,7 @@ type Host struct {
 	closing  bool
 	movePool pool // calls that may take as long as a move
 	// moveFault, set by tests only, fails the driver before a step.
-	moveFault atomic.Pointer[func(step string) error]
+	moveFault atomic.Pointer[func(step string, mv SlotMove) error]
 	stop      chan struct{}
 	wg        sync.WaitGroup
 }
@@ -170,7 +183,7 @@ func NewHost(cfg Config, m *ShardMap, newFSM func(shard uint32) *fsm.FSM) (_ *Ho
 	h.movePool.timeout = moveCallTimeout
 	if step := cfg.MoveFault; step != "" {
 		var once atomic.Bool
-		f := func(s string) error {
+		f := func(s string, _ SlotMove) error {
 			if s == step && once.CompareAndSwap(false, true) {
 				return errors.New("debug-move-fault: failed before " + s)
 			}

@@ -112,8 +112,9 @@ type slotStater interface {
 // MaxRedirects). -TRYAGAIN instead makes the client back off and ask
 // again, by which time the map here has caught up (a refresh every
 // remoteRefresh). That is when
-//   - m shows a move of s into a shard led here, not flipped (nor being
-//     aborted): another process may already route s here by the flip;
+//   - m shows a move of s (the one of the moves in progress whose range
+//     holds it) into a shard led here, not flipped (nor being aborted):
+//     another process may already route s here by the flip;
 //   - or a replica here of a shard other than owner has applied a
 //     migration step for s of a later epoch than m's: a move m does not
 //     show yet.
@@ -122,7 +123,7 @@ type slotStater interface {
 // m already shows) keeps its -MOVED.
 func (h *Host) mapBehind(m *ShardMap, s int, owner uint32) bool {
 	held := h.held.Load()
-	if mv := m.Move; mv != nil && mv.Flip == 0 && mv.Abort == 0 && mv.To != owner && s >= mv.First && s <= mv.Last {
+	if mv, ok := m.MoveOf(s); ok && mv.Flip == 0 && mv.Abort == 0 && mv.To != owner {
 		if n, ok := held.nodes[mv.To]; ok {
 			if _, here := n.RouteSlot(s); here {
 				return true

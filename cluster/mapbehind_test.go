@@ -41,7 +41,7 @@ func TestMapBehind(t *testing.T) {
 	}
 	// A move out of the process's shards, or one being aborted, is no
 	// reason: -MOVED to its source is where the slot is.
-	m.Move = &SlotMove{First: 300, Last: 310, From: 0, To: 1, Epoch: 7, Abort: 8}
+	m.Moves = []SlotMove{{First: 300, Last: 310, From: 0, To: 1, Epoch: 7, Abort: 8}}
 	if h.mapBehind(m, 300, 0) {
 		t.Errorf("mapBehind for a move being aborted")
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"raftset/internal/command"
+	"raftset/internal/slot"
 )
 
 // Aborting a move (docs/sharding.md, Aborting a move): RAFT.SHARD ABORT
@@ -24,21 +26,34 @@ const cmdAbortMove = "raftset.abortmove"
 var errFlipped = errors.New("flipped")
 
 // abortMove runs RAFT.SHARD ABORT here when this process's metadata voter
-// leads, else on the metadata leader's process.
-func (h *Host) abortMove(ctx context.Context, relayed bool) []byte {
-	return h.relayToMeta(ctx, "ABORT", [][]byte{[]byte(cmdAbortMove)}, relayed, func() []byte { return h.driveAbort(ctx) })
+// leads, else on the metadata leader's process. rng is the range of the
+// move to abort, nil for the only move in progress.
+func (h *Host) abortMove(ctx context.Context, rng []string, relayed bool) []byte {
+	args := append([][]byte{[]byte(cmdAbortMove)}, bytesOf(rng)...)
+	return h.relayToMeta(ctx, "ABORT", args, relayed, func() []byte { return h.driveAbort(ctx, rng) })
 }
 
-// driveAbort aborts the move in progress, or finishes aborting it: +OK
-// once no move is in the map (also when there was none).
-func (h *Host) driveAbort(ctx context.Context) []byte {
-	h.moveMu.Lock()
-	defer h.moveMu.Unlock()
-	mv, err := h.abort(ctx)
+func bytesOf(s []string) [][]byte {
+	out := make([][]byte, len(s))
+	for i, v := range s {
+		out[i] = []byte(v)
+	}
+	return out
+}
+
+// driveAbort aborts the move in progress of range rng (nil: the only one),
+// or finishes aborting it: +OK once the map shows it no more (also when
+// there was none).
+func (h *Host) driveAbort(ctx context.Context, rng []string) []byte {
+	h.moveMu.RLock()
+	defer h.moveMu.RUnlock()
+	mv, err := h.abort(ctx, rng)
 	switch {
 	case errors.Is(err, errFlipped):
 		return command.Error(fmt.Sprintf("ERR ABORT: slots %d-%d already belong to shard %d (map epoch %d): the move can only be completed: RAFT.SHARD MOVESLOTS %d %d %d",
 			mv.First, mv.Last, mv.To, mv.Flip, mv.First, mv.Last, mv.To))
+	case errors.As(err, new(whichMoveError)):
+		return command.Error("ERR ABORT: " + err.Error())
 	case err != nil && mv != nil:
 		return command.Error(fmt.Sprintf("ERR ABORT of the move of slots %d-%d from shard %d to %d: %v (run it again to resume)",
 			mv.First, mv.Last, mv.From, mv.To, err))
@@ -48,51 +63,120 @@ func (h *Host) driveAbort(ctx context.Context) []byte {
 	return command.OK
 }
 
-// abort undoes the map's move: mark it aborting (a new epoch, so no driver
-// can resume it and the steps below outrank every step it took), unfreeze
-// the range in From, drop it in To (deleting any partial import), then the
-// map stable without it. Each step is idempotent for the abort's epoch, so
-// a failed abort is resumed by running it again. It returns the move it
-// found.
-func (h *Host) abort(ctx context.Context) (*SlotMove, error) {
+// whichMoveError: ABORT cannot tell which move to abort.
+type whichMoveError string
+
+func (e whichMoveError) Error() string { return string(e) }
+
+// whichMove is the move of cur that ABORT with range rng (nil: none
+// given) aborts, nil when there is none to abort.
+func whichMove(cur *ShardMap, rng []string) (*SlotMove, error) {
+	if rng == nil {
+		switch len(cur.Moves) {
+		case 0:
+			return nil, nil
+		case 1:
+			return &cur.Moves[0], nil
+		}
+		ranges := make([]string, len(cur.Moves))
+		for i, mv := range cur.Moves {
+			ranges[i] = fmt.Sprintf("%d-%d", mv.First, mv.Last)
+		}
+		return nil, whichMoveError(fmt.Sprintf("%d moves are in progress (%s): name one: RAFT.SHARD ABORT <first> <last> (%s)",
+			len(cur.Moves), movesList(cur.Moves), strings.Join(ranges, ", ")))
+	}
+	first, err1 := strconv.Atoi(rng[0])
+	last, err2 := strconv.Atoi(rng[1])
+	if err1 != nil || err2 != nil || first < 0 || last >= slot.Count || first > last {
+		return nil, whichMoveError(fmt.Sprintf("%s %s is not a slot range (slots are 0-%d)", rng[0], rng[1], slot.Count-1))
+	}
+	if p := cur.moveOfRange(first, last); p != nil {
+		return p, nil
+	}
+	if o, ok := cur.overlapping(first, last); ok {
+		return nil, whichMoveError(fmt.Sprintf("no move of slots %d-%d, but the move of %s overlaps them: RAFT.SHARD ABORT %d %d",
+			first, last, o, o.First, o.Last))
+	}
+	return nil, nil // none: an abort repeated after it completed
+}
+
+// abort undoes a move of the map: mark it aborting (a new epoch, so no
+// driver can resume it and the steps below outrank every step it took),
+// unfreeze the range in From, drop it in To (deleting any partial import),
+// then the map stable without it. Each step is idempotent for the abort's
+// epoch, so a failed abort is resumed by running it again. It returns the
+// move it found.
+func (h *Host) abort(ctx context.Context, rng []string) (*SlotMove, error) {
 	cur, err := h.readMetaRetry(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if cur == nil || cur.Move == nil {
-		return nil, nil // nothing in progress: an abort repeated after it completed
+	if cur == nil {
+		return nil, nil // nothing in progress
 	}
-	mv := cur.Move
-	if mv.Flip != 0 {
-		return mv, errFlipped
+	found, err := whichMove(cur, rng)
+	if found == nil || err != nil {
+		return nil, err
 	}
-	if mv.Abort == 0 {
+	// A driver of the move running here finishes (or fails) first, as
+	// the abort's steps would race its own.
+	first, last := found.First, found.Last
+	if err := h.lockRange(ctx, first, last); err != nil {
+		return found, err
+	}
+	defer h.unlockRange(first, last)
+	var mv *SlotMove
+	marked := false
+	_, err = h.mapStep(ctx, "mark", func(cur *ShardMap) (*ShardMap, error) {
+		p := cur.moveOfRange(first, last)
+		marked = false
+		if p == nil {
+			mv = nil // completed or aborted meanwhile
+			return nil, nil
+		}
+		m := *p
+		mv = &m
+		if p.Flip != 0 {
+			return nil, errFlipped
+		}
+		if p.Abort != 0 {
+			return nil, nil
+		}
 		next := cur.clone()
 		next.Epoch++
-		next.Move.Abort = next.Epoch
-		if err := h.metaCAS(ctx, cur, next); err != nil {
-			return mv, fmt.Errorf("mark: %w", err)
-		}
-		cur, mv = next, next.Move
+		p = next.moveOfRange(first, last)
+		p.Abort = next.Epoch
+		m, marked = *p, true
+		return next, nil
+	})
+	if marked && err == nil {
 		h.log.Info("aborting slot move", "first", mv.First, "last", mv.Last, "from", mv.From, "to", mv.To, "epoch", mv.Abort)
 	}
-	a := mv.Abort
+	if mv == nil || err != nil {
+		return mv, err
+	}
 	if err := h.giveBack(ctx, mv); err != nil {
 		return mv, fmt.Errorf("unfreeze in shard %d: %w", mv.From, err)
 	}
-	if err := h.fault("abort-drop"); err != nil {
+	if err := h.fault("abort-drop", *mv); err != nil {
 		return mv, err
 	}
-	if _, err := h.slotStep(ctx, mv.To, command.SlotOp{Action: command.SlotDrop, First: mv.First, Last: mv.Last, Epoch: a}); err != nil {
+	if _, err := h.slotStep(ctx, mv.To, command.SlotOp{Action: command.SlotDrop, First: first, Last: last, Epoch: mv.Abort}); err != nil {
 		return mv, fmt.Errorf("drop in shard %d: %w", mv.To, err)
 	}
-	next := cur.clone()
-	next.Epoch++
-	next.Move = nil
-	if err := h.metaCAS(ctx, cur, next); err != nil {
-		return mv, fmt.Errorf("stable: %w", err)
+	done, err := h.mapStep(ctx, "stable", func(cur *ShardMap) (*ShardMap, error) {
+		if p := cur.moveOfRange(first, last); p == nil || p.Abort != mv.Abort {
+			return nil, nil // done by another run of the abort
+		}
+		next := cur.clone()
+		next.Epoch++
+		next.dropMove(first, last)
+		return next, nil
+	})
+	if err != nil {
+		return mv, err
 	}
-	h.log.Info("aborted slot move", "first", mv.First, "last", mv.Last, "from", mv.From, "to", mv.To, "epoch", next.Epoch)
+	h.log.Info("aborted slot move", "first", mv.First, "last", mv.Last, "from", mv.From, "to", mv.To, "epoch", done.Epoch)
 	return mv, nil
 }
 
@@ -115,18 +199,29 @@ func (h *Host) giveBack(ctx context.Context, mv *SlotMove) error {
 	return err
 }
 
-// abortCmd is RAFT.SHARD ABORT.
+// abortCmd is RAFT.SHARD ABORT [<first> <last>].
 func (h *Host) abortCmd(ctx context.Context, args [][]byte) []byte {
-	if len(args) != 2 {
-		return command.Error(command.ErrArity("raft.shard|abort"))
+	switch len(args) {
+	case 2:
+		return h.abortMove(ctx, nil, false)
+	case 4:
+		return h.abortMove(ctx, []string{string(args[2]), string(args[3])}, false)
 	}
-	return h.abortMove(ctx, false)
+	return command.Error(command.ErrArity("raft.shard|abort"))
 }
 
-// abortInternal is raftset.abortmove [relayed] from another process.
+// abortInternal is raftset.abortmove [<first> <last>] [relayed] from
+// another process.
 func (h *Host) abortInternal(ctx context.Context, args [][]byte) []byte {
-	if len(args) != 1 && len(args) != 2 {
-		return command.Error(command.ErrArity(cmdAbortMove))
+	relayed := len(args) > 1 && string(args[len(args)-1]) == string(relayedArg)
+	if relayed {
+		args = args[:len(args)-1]
 	}
-	return h.abortMove(ctx, len(args) == 2)
+	switch len(args) {
+	case 1:
+		return h.abortMove(ctx, nil, relayed)
+	case 3:
+		return h.abortMove(ctx, []string{string(args[1]), string(args[2])}, relayed)
+	}
+	return command.Error(command.ErrArity(cmdAbortMove))
 }

@@ -30,7 +30,7 @@ func TestAbortMoveUnderWrites(t *testing.T) {
 	ws := startSlotWriters(t, hosts, first, last)
 	failOnce := func(step string) {
 		var once atomic.Bool
-		f := func(s string) error {
+		f := func(s string, _ SlotMove) error {
 			if s == step && once.CompareAndSwap(false, true) {
 				return errors.New("injected failure before " + s)
 			}
@@ -76,7 +76,7 @@ func TestAbortMoveUnderWrites(t *testing.T) {
 		testutil.WaitFor(t, 10*time.Second, "every host to route the range to shard 0 again", func() bool {
 			for _, h := range hosts {
 				m := h.Map()
-				if m.Epoch < epoch || m.Move != nil || m.ShardOf(first) != 0 || m.ShardOf(last) != 0 {
+				if m.Epoch < epoch || len(m.Moves) > 0 || m.ShardOf(first) != 0 || m.ShardOf(last) != 0 {
 					return false
 				}
 			}
@@ -106,7 +106,7 @@ func TestAbortMoveUnderWrites(t *testing.T) {
 	}
 	testutil.WaitFor(t, 10*time.Second, "the aborting move in every map", func() bool {
 		for _, h := range hosts {
-			if mv := h.Map().Move; mv == nil || mv.Abort == 0 {
+			if mv := h.Map().Moves; len(mv) == 0 || mv[0].Abort == 0 {
 				return false
 			}
 		}
@@ -149,7 +149,7 @@ func TestAbortMoveUnderWrites(t *testing.T) {
 	}
 	testutil.WaitFor(t, 10*time.Second, "every host to route the range to shard 1", func() bool {
 		for _, h := range hosts {
-			if m := h.Map(); m.Move != nil || m.ShardOf(first) != 1 {
+			if m := h.Map(); len(m.Moves) > 0 || m.ShardOf(first) != 1 {
 				return false
 			}
 		}
@@ -187,7 +187,7 @@ func TestAbortFencesAStaleDriver(t *testing.T) {
 	reached, release := make(chan *Host, 1), make(chan struct{})
 	var stalled atomic.Bool
 	for _, h := range hosts {
-		f := func(step string) error {
+		f := func(step string, _ SlotMove) error {
 			if step == "freeze" && stalled.CompareAndSwap(false, true) {
 				reached <- h
 				<-release
@@ -222,8 +222,8 @@ func TestAbortFencesAStaleDriver(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the driver did not reach its freeze")
 	}
-	mv := driver.Map().Move
-	if mv == nil {
+	moves := driver.Map().Moves
+	if len(moves) == 0 {
 		t.Fatal("the stalled driver's map shows no move")
 	}
 	var other *Host
@@ -252,7 +252,7 @@ func TestAbortFencesAStaleDriver(t *testing.T) {
 	}
 	testutil.WaitFor(t, 10*time.Second, "every host to map the range to shard 0 without a move", func() bool {
 		for _, h := range hosts {
-			if m := h.Map(); m.Move != nil || m.ShardOf(first) != 0 {
+			if m := h.Map(); len(m.Moves) > 0 || m.ShardOf(first) != 0 {
 				return false
 			}
 		}
@@ -266,6 +266,7 @@ func TestAbortFencesAStaleDriver(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the stale driver did not stop")
 	}
+	mv := moves[0]
 	want := fmt.Sprintf("-ERR MOVESLOTS %d-%d to shard 1: freeze in shard 0: the move of epoch %d was aborted", first, last, mv.Epoch)
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("the stale driver's MOVESLOTS = %q, want it to start %q", got, want)
@@ -300,7 +301,7 @@ func TestAbortThroughAnOlderShardLeader(t *testing.T) {
 	ws := startSlotWriters(t, hosts, first, last)
 	ws.waitInRange(t, 50)
 	var once atomic.Bool
-	f := func(s string) error {
+	f := func(s string, _ SlotMove) error {
 		if s == "freeze" && once.CompareAndSwap(false, true) {
 			return errors.New("injected failure before " + s)
 		}
@@ -326,7 +327,7 @@ func TestAbortThroughAnOlderShardLeader(t *testing.T) {
 	}
 	testutil.WaitFor(t, 10*time.Second, "every host to map the range to shard 0 without a move", func() bool {
 		for _, h := range hosts {
-			if m := h.Map(); m.Move != nil || m.ShardOf(first) != 0 {
+			if m := h.Map(); len(m.Moves) > 0 || m.ShardOf(first) != 0 {
 				return false
 			}
 		}

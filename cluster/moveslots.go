@@ -16,7 +16,7 @@ import (
 
 // Moving slots online (docs/sharding.md, Moving a slot): RAFT.SHARD
 // MOVESLOTS runs on the metadata leader's process, which drives every
-// step through the logs that own it. The plan lives in the map (ShardMap.Move)
+// step through the logs that own it. The plan lives in the map (ShardMap.Moves)
 // with the epochs the steps carry, so a driver that stopped half way (its
 // process died, a step failed) leaves a map from which running the same
 // command again completes the move: every step is idempotent for its epoch.
@@ -39,8 +39,12 @@ const (
 	stepRetry = 30 * time.Second
 	// exportBytes is the size of an import batch.
 	exportBytes = 256 << 10
-	// copyWorkers is how many slots are copied at once.
+	// copyWorkers is how many slots a move copies at once.
 	copyWorkers = 16
+	// mapStepTries bounds how often a move's map step is tried again after
+	// another change won the compare-and-set: each try follows a change
+	// that did win, so running out means a stream of changes.
+	mapStepTries = 20
 )
 
 var relayedArg = []byte("relayed")
@@ -55,11 +59,17 @@ func (h *Host) moveSlots(ctx context.Context, first, last int, to uint32, relaye
 }
 
 // driveMove moves slots first..last to shard to, or completes the move of
-// exactly that range that the map shows in progress.
+// exactly that range that the map shows in progress. Moves of other ranges
+// run at the same time; a second driver of this range waits for the first.
 func (h *Host) driveMove(ctx context.Context, first, last int, to uint32) []byte {
-	h.moveMu.Lock()
-	defer h.moveMu.Unlock()
-	if err := h.move(ctx, first, last, to); err != nil {
+	h.moveMu.RLock()
+	defer h.moveMu.RUnlock()
+	err := h.lockRange(ctx, first, last)
+	if err == nil {
+		defer h.unlockRange(first, last)
+		err = h.move(ctx, first, last, to)
+	}
+	if err != nil {
 		if errors.Is(err, errMoveSuperseded) {
 			// Nothing to resume: running the command again would start a
 			// new move.
@@ -72,43 +82,116 @@ func (h *Host) driveMove(ctx context.Context, first, last int, to uint32) []byte
 	return command.OK
 }
 
+// lockRange waits until no move or abort of first..last runs here, then
+// claims the range until unlockRange.
+func (h *Host) lockRange(ctx context.Context, first, last int) error {
+	k := [2]int{first, last}
+	for {
+		h.drivingMu.Lock()
+		busy, ok := h.driving[k]
+		if !ok {
+			if h.driving == nil {
+				h.driving = map[[2]int]chan struct{}{}
+			}
+			h.driving[k] = make(chan struct{})
+			h.drivingMu.Unlock()
+			return nil
+		}
+		h.drivingMu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the driver of slots %d-%d running here: %w", first, last, ctx.Err())
+		}
+	}
+}
+
+func (h *Host) unlockRange(first, last int) {
+	h.drivingMu.Lock()
+	defer h.drivingMu.Unlock()
+	k := [2]int{first, last}
+	close(h.driving[k])
+	delete(h.driving, k)
+}
+
+// mapStep changes the map for a step of a move: change reads the current
+// map and returns the next one (nil: nothing to change), and a
+// compare-and-set that another change won (a move driven elsewhere, a
+// driver of a former metadata leader) is tried again from the map that
+// won, since each step only changes its own move. It returns the map the
+// step left; change's error as it is, a failed compare-and-set's after
+// what.
+func (h *Host) mapStep(ctx context.Context, what string, change func(cur *ShardMap) (*ShardMap, error)) (*ShardMap, error) {
+	h.mapStepMu.Lock()
+	defer h.mapStepMu.Unlock()
+	var err error
+	for range mapStepTries {
+		var cur, next *ShardMap
+		if cur, err = h.readMetaRetry(ctx); err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			return nil, errors.New("the cluster map is not bootstrapped yet")
+		}
+		if next, err = change(cur); err != nil || next == nil {
+			return cur, err
+		}
+		if err = h.metaCAS(ctx, cur, next); err == nil {
+			return next, nil
+		} else if !errors.Is(err, errMapChanged) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("%s: %w", what, err)
+}
+
 func (h *Host) move(ctx context.Context, first, last int, to uint32) error {
-	cur, err := h.readMetaRetry(ctx)
-	if err != nil {
-		return err
-	}
-	if cur == nil {
-		return errors.New("the cluster map is not bootstrapped yet")
-	}
-	if _, ok := cur.Shard(to); !ok {
-		return fmt.Errorf("no shard %d in the map", to)
-	}
-	mv := cur.Move
-	if mv != nil && mv.Abort != 0 {
-		return fmt.Errorf("the move of slots %d-%d from shard %d to %d is being aborted: run RAFT.SHARD ABORT to finish that first", mv.First, mv.Last, mv.From, mv.To)
-	}
-	if mv != nil && (mv.First != first || mv.Last != last || mv.To != to) {
-		return fmt.Errorf("slots %d-%d are moving from shard %d to %d: complete that move first", mv.First, mv.Last, mv.From, mv.To)
-	}
-	if mv == nil {
+	var mv SlotMove
+	stable, fresh := false, false
+	_, err := h.mapStep(ctx, "plan", func(cur *ShardMap) (*ShardMap, error) {
+		if _, ok := cur.Shard(to); !ok {
+			return nil, fmt.Errorf("no shard %d in the map", to)
+		}
+		if o, ok := cur.overlapping(first, last); ok {
+			abort := "RAFT.SHARD ABORT"
+			if len(cur.Moves) > 1 {
+				abort += fmt.Sprintf(" %d %d", o.First, o.Last)
+			}
+			if o.Abort != 0 {
+				return nil, fmt.Errorf("the move of slots %d-%d from shard %d to %d is being aborted: run %s to finish that first", o.First, o.Last, o.From, o.To, abort)
+			}
+			if o.First != first || o.Last != last || o.To != to {
+				return nil, fmt.Errorf("slots %d-%d are moving from shard %d to %d: complete that move first", o.First, o.Last, o.From, o.To)
+			}
+			mv, fresh = o, false // resume it
+			return nil, nil
+		}
 		from := cur.ShardOf(first)
 		for s := first; s <= last; s++ {
 			if cur.ShardOf(s) != from {
-				return fmt.Errorf("slots %d and %d are in different shards: move one shard's range at a time", first, s)
+				return nil, fmt.Errorf("slots %d and %d are in different shards: move one shard's range at a time", first, s)
 			}
 		}
 		if from == to {
-			return nil
+			stable = true
+			return nil, nil
 		}
 		// Plan: nothing changes for clients yet.
 		next := cur.clone()
 		next.Epoch++
-		next.Move = &SlotMove{First: first, Last: last, From: from, To: to, Epoch: next.Epoch}
-		if err := h.metaCAS(ctx, cur, next); err != nil {
-			return fmt.Errorf("plan: %w", err)
-		}
-		cur, mv = next, next.Move
-		h.log.Info("moving slots", "first", first, "last", last, "from", from, "to", to, "epoch", mv.Epoch)
+		mv = SlotMove{First: first, Last: last, From: from, To: to, Epoch: next.Epoch}
+		next.addMove(mv)
+		fresh = true
+		return next, nil
+	})
+	if err != nil {
+		return err
+	}
+	if stable {
+		return nil
+	}
+	if fresh {
+		h.log.Info("moving slots", "first", first, "last", last, "from", mv.From, "to", to, "epoch", mv.Epoch)
 	}
 	if mv.Flip == 0 {
 		e := mv.Epoch
@@ -117,46 +200,64 @@ func (h *Host) move(ctx context.Context, first, last int, to uint32) error {
 		if _, err := h.slotStep(ctx, mv.To, command.SlotOp{Action: command.SlotDrop, First: first, Last: last, Epoch: e}); err != nil {
 			return fmt.Errorf("drop in shard %d before the import: %w", mv.To, h.aborted(ctx, mv, err))
 		}
-		if err := h.fault("freeze"); err != nil {
+		if err := h.fault("freeze", mv); err != nil {
 			return err
 		}
 		if _, err := h.slotStep(ctx, mv.From, command.SlotOp{Action: command.SlotFreeze, First: first, Last: last, Epoch: e}); err != nil {
 			return fmt.Errorf("freeze in shard %d: %w", mv.From, h.aborted(ctx, mv, err))
 		}
-		if err := h.fault("copy"); err != nil {
+		if err := h.fault("copy", mv); err != nil {
 			return err
 		}
 		if err := h.copySlots(ctx, mv.From, mv.To, first, last, e); err != nil {
 			return h.aborted(ctx, mv, err)
 		}
-		if err := h.fault("flip"); err != nil {
+		if err := h.fault("flip", mv); err != nil {
 			return err
 		}
 		// Flip: from this map on, the slots are To's.
-		next := cur.withOwner(first, last, mv.To)
-		next.Epoch++
-		next.Move.Flip = next.Epoch
-		if err := h.metaCAS(ctx, cur, next); err != nil {
-			return fmt.Errorf("flip: %w", err)
+		_, err := h.mapStep(ctx, "flip", func(cur *ShardMap) (*ShardMap, error) {
+			p := cur.sameMove(mv)
+			if p == nil || p.Abort != 0 {
+				return nil, h.superseded(cur, mv, errors.New("the flip found it gone"))
+			}
+			if p.Flip != 0 {
+				mv = *p // another driver flipped it
+				return nil, nil
+			}
+			next := cur.withOwner(first, last, mv.To)
+			next.Epoch++
+			p = next.sameMove(mv)
+			p.Flip = next.Epoch
+			mv = *p
+			return next, nil
+		})
+		if err != nil {
+			return err
 		}
-		cur, mv = next, next.Move
 	}
 	if _, err := h.slotStep(ctx, mv.To, command.SlotOp{Action: command.SlotOwn, First: first, Last: last, Epoch: mv.Flip}); err != nil {
 		return fmt.Errorf("own in shard %d: %w", mv.To, err)
 	}
-	if err := h.fault("drop"); err != nil {
+	if err := h.fault("drop", mv); err != nil {
 		return err
 	}
 	if _, err := h.slotStep(ctx, mv.From, command.SlotOp{Action: command.SlotDrop, First: first, Last: last, Epoch: mv.Flip}); err != nil {
 		return fmt.Errorf("drop in shard %d: %w", mv.From, err)
 	}
-	next := cur.clone()
-	next.Epoch++
-	next.Move = nil
-	if err := h.metaCAS(ctx, cur, next); err != nil {
-		return fmt.Errorf("stable: %w", err)
+	done, err := h.mapStep(ctx, "stable", func(cur *ShardMap) (*ShardMap, error) {
+		if cur.sameMove(mv) == nil {
+			return nil, nil // another driver completed it
+		}
+		next := cur.clone()
+		next.Epoch++
+		next.dropMove(first, last)
+		return next, nil
+	})
+	if err != nil {
+		return err
 	}
-	h.log.Info("moved slots", "first", first, "last", last, "from", mv.From, "to", mv.To, "epoch", next.Epoch)
+	h.log.Info("moved slots", "first", first, "last", last, "from", mv.From, "to", mv.To, "epoch", done.Epoch)
 	return nil
 }
 
@@ -176,14 +277,20 @@ func (e *supersededError) Is(target error) bool { return target == errMoveSupers
 // refuses a freeze older than the abort's SlotAbort, shard B an import or
 // drop older than its drop); or whose move another driver completed. That
 // driver must stop; it has nothing to resume.
-func (h *Host) aborted(ctx context.Context, mv *SlotMove, err error) error {
+func (h *Host) aborted(ctx context.Context, mv SlotMove, err error) error {
 	cur, rerr := h.readMetaRetry(ctx)
 	if rerr != nil || cur == nil {
 		return err
 	}
-	if m := cur.Move; m != nil && m.Epoch == mv.Epoch && m.Abort == 0 {
+	if m := cur.sameMove(mv); m != nil && m.Abort == 0 {
 		return err // still this move: a failure to retry
 	}
+	return h.superseded(cur, mv, err)
+}
+
+// superseded is the error of a driver of move mv that map cur no longer
+// shows (or shows aborting), the refused step's err with it.
+func (h *Host) superseded(cur *ShardMap, mv SlotMove, err error) error {
 	what := "aborted"
 	if cur.ShardOf(mv.First) == mv.To {
 		what = "completed by another driver"
@@ -409,9 +516,9 @@ func (n *Node) serveExportSlot(ctx context.Context, args [][]byte) []byte {
 }
 
 // fault is a test's failure injected before a step of the driver.
-func (h *Host) fault(step string) error {
+func (h *Host) fault(step string, mv SlotMove) error {
 	if f := h.moveFault.Load(); f != nil {
-		return (*f)(step)
+		return (*f)(step, mv)
 	}
 	return nil
 }

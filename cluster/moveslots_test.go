@@ -105,7 +105,7 @@ func TestMoveSlotsUnderWrites(t *testing.T) {
 	moveWithFault := func(driver *Host, to uint32, step string) {
 		t.Helper()
 		var once atomic.Bool
-		f := func(s string) error {
+		f := func(s string, _ SlotMove) error {
 			if s == step && once.CompareAndSwap(false, true) {
 				return errors.New("injected failure before " + s)
 			}
@@ -130,7 +130,7 @@ func TestMoveSlotsUnderWrites(t *testing.T) {
 		}
 		testutil.WaitFor(t, 10*time.Second, "the interrupted move to show in every map", func() bool {
 			for _, h := range all {
-				if h.Map().Move == nil {
+				if len(h.Map().Moves) == 0 {
 					return false
 				}
 			}
@@ -142,7 +142,7 @@ func TestMoveSlotsUnderWrites(t *testing.T) {
 		testutil.WaitFor(t, 10*time.Second, "every host to route by the new map", func() bool {
 			for _, h := range all {
 				m := h.Map()
-				if m.Move != nil || m.ShardOf(first) != to || m.ShardOf(last) != to || m.ShardOf(first-1) != 0 {
+				if len(m.Moves) > 0 || m.ShardOf(first) != to || m.ShardOf(last) != to || m.ShardOf(first-1) != 0 {
 					return false
 				}
 			}
@@ -217,10 +217,10 @@ func TestShardMapEncoding(t *testing.T) {
 	}
 	moved := m.withOwner(100, 199, 1)
 	moved.Epoch = 7
-	moved.Move = &SlotMove{First: 100, Last: 199, From: 0, To: 1, Epoch: 6, Flip: 7}
+	moved.Moves = []SlotMove{{First: 100, Last: 199, From: 0, To: 1, Epoch: 6, Flip: 7}}
 	aborting := m.clone()
 	aborting.Epoch = 9
-	aborting.Move = &SlotMove{First: 100, Last: 199, From: 0, To: 1, Epoch: 8, Abort: 9}
+	aborting.Moves = []SlotMove{{First: 100, Last: 199, From: 0, To: 1, Epoch: 8, Abort: 9}}
 	for _, tc := range []struct {
 		m    *ShardMap
 		want string

@@ -318,8 +318,10 @@ type SlotMovePlan struct {
 	From, To    uint32
 }
 
-// PlanSlotMoves is the list of moves, to run one after another, after
-// which the shards' slot counts differ by at most 1. The shards that own
+// PlanSlotMoves is the list of moves after which the shards' slot counts
+// differ by at most 1. Their ranges are disjoint and each lies in its donor
+// in m (a receiver never gives), so they may run one after another or at
+// once. The shards that own
 // the most slots now keep the extra slot of an uneven split (ties: the
 // lower id), so nothing moves that need not. Each move takes the donor's
 // highest slots, whole ranges first, so that a donor keeps its low slots

@@ -117,8 +117,13 @@ func (m *ShardMap) removeShardRefusal(id, first uint32) error {
 		// the map gives their client addresses through it.
 		return fmt.Errorf("shard %d is the first shard of the map the cluster was created with, through whose members processes started with the shard-map directive find the metadata group: it stays", id)
 	}
-	if mv := m.Move; mv != nil && (mv.From == id || mv.To == id) {
-		return fmt.Errorf("slots %d-%d are moving from shard %d to shard %d: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (RAFT.SHARD ABORT) first", mv.First, mv.Last, mv.From, mv.To)
+	if i := slices.IndexFunc(m.Moves, func(mv SlotMove) bool { return mv.From == id || mv.To == id }); i >= 0 {
+		mv := m.Moves[i]
+		abort := "RAFT.SHARD ABORT"
+		if len(m.Moves) > 1 {
+			abort += fmt.Sprintf(" %d %d", mv.First, mv.Last)
+		}
+		return fmt.Errorf("slots %d-%d are moving from shard %d to shard %d: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (%s) first", mv.First, mv.Last, mv.From, mv.To, abort)
 	}
 	if len(sh.Ranges) > 0 {
 		n := 0

@@ -79,6 +79,8 @@ func TestRemoveShardRefusal(t *testing.T) {
 		{"epoch 3\nshard 0:0-16383:n1\nshard 1::n2\nmove 0-9 0 1 3 0\n", 1, "slots 0-9 are moving from shard 0 to shard 1: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (RAFT.SHARD ABORT) first"},
 		{"epoch 5\nshard 0:0-16383:n1\nshard 1::n2\nmove 0-9 1 0 3 4\n", 1, "slots 0-9 are moving from shard 1 to shard 0: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (RAFT.SHARD ABORT) first"},
 		{"epoch 3\nshard 0:0-16383:n1\nshard 1::n2\nshard 2::n3\nmove 0-9 0 1 3 0\n", 2, ""},
+		// Several moves: the one involving the shard, named by its range.
+		{"epoch 4\nshard 0:0-16383:n1\nshard 1::n2\nshard 2::n3\nmoving 0-9 0 1 3 0\nmoving 20-29 0 2 4 0\n", 2, "slots 20-29 are moving from shard 0 to shard 2: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (RAFT.SHARD ABORT 20 29) first"},
 	} {
 		m, err := DecodeShardMap(tc.smap)
 		if err != nil {
@@ -153,7 +155,7 @@ func TestRemoveShard(t *testing.T) {
 	// A move of shard 2's slots that stops before its freeze: the map
 	// shows it, and the removal of either shard it involves is refused.
 	var once atomic.Bool
-	fail := func(s string) error {
+	fail := func(s string, _ SlotMove) error {
 		if s == "freeze" && once.CompareAndSwap(false, true) {
 			return errors.New("injected failure before " + s)
 		}
@@ -165,7 +167,7 @@ func TestRemoveShard(t *testing.T) {
 	if r := adminRetry(t, n4, "raft.shard", "moveslots", "16382", "16383", "1"); !strings.Contains(r, "injected failure before freeze") {
 		t.Fatalf("MOVESLOTS 16382 16383 1 with a failure before the freeze = %q", r)
 	}
-	testutil.WaitFor(t, 10*time.Second, "n1 and n4 to show the move", func() bool { return n1.Map().Move != nil && n4.Map().Move != nil })
+	testutil.WaitFor(t, 10*time.Second, "n1 and n4 to show the move", func() bool { return len(n1.Map().Moves) > 0 && len(n4.Map().Moves) > 0 })
 	moving := "-ERR REMOVESHARD: slots 16382-16383 are moving from shard 2 to shard 1: let the move complete (RAFT.SHARD MOVESLOTS again) or undo it (RAFT.SHARD ABORT) first\r\n"
 	refusals([][2]string{{"removeshard 2", moving}, {"removeshard 1", moving}})
 	// Completed by running it again; then shard 1 gives every slot to
@@ -180,7 +182,7 @@ func TestRemoveShard(t *testing.T) {
 			m := h.Map()
 			s1, _ := m.Shard(1)
 			s2, _ := m.Shard(2)
-			return m.Move == nil && len(s1.Ranges) == 0 && len(s2.Ranges) == 0
+			return len(m.Moves) == 0 && len(s1.Ranges) == 0 && len(s2.Ranges) == 0
 		})
 	}
 	// n4's home is shard 1 (its lowest id), and it holds shard 2 too.

@@ -24,9 +24,10 @@ type ShardMap struct {
 	// them: the only way a node learns those of nodes that share no shard
 	// with it.
 	Addrs map[string]string
-	// Move is the slot move in progress (docs/sharding.md, Moving a slot),
-	// nil when every slot is stable.
-	Move *SlotMove
+	// Moves are the slot moves in progress (docs/sharding.md, Moving a
+	// slot), sorted by First, their ranges disjoint (slotmoves.go); empty
+	// when every slot is stable.
+	Moves []SlotMove
 	// Added are the members RAFT.SHARD ADDREPLICA gave a shard after it
 	// was created, by shard id (replicas.go): their replica joins the
 	// running group instead of bootstrapping it, which only the members
@@ -68,19 +69,6 @@ type NodeRecord struct {
 // group (it must not bootstrap one).
 func (m *ShardMap) joins(id uint32, node string) bool {
 	return slices.Contains(m.Added[id], node)
-}
-
-// SlotMove is a range of slots on its way from one shard to another: Epoch
-// is the map epoch that planned it (the freeze, drop-before-import and
-// import steps carry it), Flip the epoch at which the map gave the range to
-// To (0 before: own and drop carry it), Abort the epoch at which
-// RAFT.SHARD ABORT marked it for undoing (0: not; the unfreeze in From and
-// the drop in To carry it, and the move cannot be resumed any more).
-type SlotMove struct {
-	First, Last int
-	From, To    uint32
-	Epoch, Flip uint64
-	Abort       uint64
 }
 
 // MetaGroup is the Raft group id of the metadata group on the shared Raft
@@ -266,15 +254,7 @@ func (m *ShardMap) Encode() string {
 		// Only once the metadata voters changed, as the lines above.
 		fmt.Fprintf(&b, "meta %s\n", strings.Join(m.Meta, ","))
 	}
-	if mv := m.Move; mv != nil {
-		fmt.Fprintf(&b, "move %d-%d %d %d %d %d", mv.First, mv.Last, mv.From, mv.To, mv.Epoch, mv.Flip)
-		if mv.Abort != 0 {
-			// Only an aborting move has the seventh field, so a map
-			// without one reads as before.
-			fmt.Fprintf(&b, " %d", mv.Abort)
-		}
-		b.WriteByte('\n')
-	}
+	writeMoves(&b, m.Moves)
 	return b.String()
 }
 
@@ -297,7 +277,7 @@ func (m *ShardMap) writeMembers(b *strings.Builder, members []string) {
 func DecodeShardMap(s string) (*ShardMap, error) {
 	var shards []string
 	var epoch uint64
-	var mv *SlotMove
+	var moves []moveLine
 	added := map[uint32][]string{}
 	nodes := map[string]NodeRecord{}
 	homes := map[string]uint32{}
@@ -353,21 +333,12 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 				return nil, fmt.Errorf("cluster map: bad added line %q", line)
 			}
 			added[uint32(v)] = strings.Split(nodes, ",")
-		case "move":
-			mv = &SlotMove{}
-			f := strings.Fields(rest)
-			var err error
-			switch len(f) {
-			case 5:
-				_, err = fmt.Sscanf(rest, "%d-%d %d %d %d %d", &mv.First, &mv.Last, &mv.From, &mv.To, &mv.Epoch, &mv.Flip)
-			case 6:
-				_, err = fmt.Sscanf(rest, "%d-%d %d %d %d %d %d", &mv.First, &mv.Last, &mv.From, &mv.To, &mv.Epoch, &mv.Flip, &mv.Abort)
-			default:
-				err = errors.New("want first-last from to epoch flip [abort]")
-			}
+		case "move", "moving":
+			mv, err := parseMoveLine(kind, rest)
 			if err != nil {
-				return nil, fmt.Errorf("cluster map: bad move %q: %w", rest, err)
+				return nil, err
 			}
+			moves = append(moves, moveLine{kind, mv})
 		default:
 			return nil, fmt.Errorf("cluster map: unknown line %q", line)
 		}
@@ -379,7 +350,10 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 	if epoch == 0 {
 		return nil, errors.New("cluster map: no epoch")
 	}
-	m.Epoch, m.Move = epoch, mv
+	m.Epoch = epoch
+	if m.Moves, err = checkMoves(moves); err != nil {
+		return nil, err
+	}
 	if len(added) > 0 {
 		m.Added = added
 	}
@@ -482,10 +456,7 @@ func (m *ShardMap) clone() *ShardMap {
 			c.Added[id] = slices.Clone(a)
 		}
 	}
-	if m.Move != nil {
-		mv := *m.Move
-		c.Move = &mv
-	}
+	c.Moves = slices.Clone(m.Moves) // SlotMove is a value
 	return &c
 }
 

@@ -22,9 +22,8 @@ import (
 // shard: the retry finds the slot's current shard); -CLUSTERDOWN leaves a
 // member indeterminate.
 type slotWriters struct {
-	keys        []string // 24 keys of the range, then outside
-	outside     string   // a key of a slot below the range
-	first, last int
+	keys    []string // 24 keys of the ranges, then outside
+	outside string   // a key of a slot below the ranges
 
 	mu      sync.Mutex
 	acked   map[string]map[string]bool
@@ -37,14 +36,28 @@ type slotWriters struct {
 
 func startSlotWriters(t *testing.T, hosts []*Host, first, last int) *slotWriters {
 	t.Helper()
-	ws := &slotWriters{first: first, last: last, acked: map[string]map[string]bool{}, maybe: map[string]map[string]bool{}}
-	for i := 0; len(ws.keys) < 24; i++ {
-		k := fmt.Sprintf("k%d", i)
-		if s := slot.Of([]byte(k)); s >= first && s <= last {
-			ws.keys = append(ws.keys, k)
+	return startSlotWritersIn(t, hosts, 2000, [2]int{first, last})
+}
+
+// startSlotWritersIn is startSlotWriters over several ranges (several
+// moves at once), 24 keys shared evenly between them, and the outside key
+// below the lowest; the first range must not start at slot 0. A write
+// gives up (an error) after tries -TRYAGAIN or -MOVED answers.
+func startSlotWritersIn(t *testing.T, hosts []*Host, tries int, ranges ...[2]int) *slotWriters {
+	t.Helper()
+	ws := &slotWriters{acked: map[string]map[string]bool{}, maybe: map[string]map[string]bool{}}
+	low := slot.Count
+	for j, rg := range ranges {
+		low = min(low, rg[0])
+		for i, n := 0, 0; n < 24/len(ranges)+min(1, max(0, 24%len(ranges)-j)); i++ {
+			k := fmt.Sprintf("k%d", i)
+			if s := slot.Of([]byte(k)); s >= rg[0] && s <= rg[1] {
+				ws.keys = append(ws.keys, k)
+				n++
+			}
 		}
 	}
-	ws.outside = keyIn(t, "out", 0, first-1)
+	ws.outside = keyIn(t, "out", 0, low-1)
 	ws.keys = append(ws.keys, ws.outside)
 	ctx := context.Background()
 	for w := range 4 {
@@ -67,7 +80,7 @@ func startSlotWriters(t *testing.T, hosts []*Host, first, last int) *slotWriters
 						break
 					}
 					if strings.HasPrefix(got, "-TRYAGAIN") || strings.HasPrefix(got, "-MOVED") {
-						if try > 2000 {
+						if try > tries {
 							t.Errorf("SADD %s: still %q after %d tries", k, got, try)
 							return
 						}

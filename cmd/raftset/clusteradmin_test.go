@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -398,21 +399,7 @@ func TestShardedRebalanceSlots(t *testing.T) {
 	nodes := startCluster(t, 3, "--cluster-enabled", "yes", "--shard-map", "0:0-12287:n1,n2,n3 1:12288-16383:n1,n2,n3")
 	agreedMasters(t, nodes, "both shards to have a master on every node", func(m map[string]string) bool { return len(m) == 2 })
 
-	var dry, dryErr strings.Builder
-	if code := run([]string{"cluster", "rebalance", "--dry-run", "--addr", nodes[1].addr}, &dry, &dryErr); code != 0 ||
-		dry.String() != "move slots 8192-12287 from shard 0 to shard 1\nslots per shard: 0=8192 1=8192\n" {
-		t.Errorf("rebalance --dry-run: exit %d, %q %s", code, dry.String(), dryErr.String())
-	}
-
-	ctx := context.Background()
-	rdb := clusterClient(t, 5*time.Second, nodes...)
-	var keys []string
-	for i := range 64 {
-		keys = append(keys, fmt.Sprintf("rb:%d", i))
-	}
-	cw := &clusterWriters{keys: keys, retryTryAgain: true}
-	cw.start(ctx, rdb, 5)
-	cw.waitWrites(t, 200)
+	ctx, rdb, keys, cw := rebalanceUnderWrites(t, nodes, "move slots 8192-12287 from shard 0 to shard 1\nslots per shard: 0=8192 1=8192\n", "rb")
 	var out, errOut strings.Builder
 	if code := run([]string{"cluster", "rebalance", "--addr", nodes[2].addr, "--timeout", "3m"}, &out, &errOut); code != 0 ||
 		out.String() != "moved slots 8192-12287 from shard 0 to shard 1\nslots per shard: 0=8192 1=8192\n" {
@@ -420,7 +407,7 @@ func TestShardedRebalanceSlots(t *testing.T) {
 	}
 	cw.waitWrites(t, 200)
 	waitMaps(t, nodes, "evened out", func(m *cluster.ShardMap) bool {
-		return m.Move == nil && cluster.SlotCount(m.Shards[0]) == 8192 &&
+		return len(m.Moves) == 0 && cluster.SlotCount(m.Shards[0]) == 8192 &&
 			cluster.SlotCount(m.Shards[1]) == 8192 && m.ShardOf(8191) == 0 && m.ShardOf(8192) == 1
 	})
 	// Every key is stored once: DBSIZE on a process, which holds both
@@ -437,4 +424,91 @@ func TestShardedRebalanceSlots(t *testing.T) {
 	}
 	clusterCheck(t, nodes[0].addr)
 	t.Logf("%d keys with acknowledged members in the moved range; %d members acknowledged", moved, cw.count.Load())
+}
+
+// TestShardedRebalanceParallel: shard 0 owns every slot and shards 1 and
+// 2 none, so rebalance plans two moves out of shard 0 and runs them at
+// once (--parallel 2): a map with both moves in progress is seen while
+// go-redis's ClusterClient writes across the key space; then every map
+// shows 5462/5461/5461 slots, every acknowledged member is present and
+// nothing else, every key is stored once, and redis-cli --cluster check
+// agrees.
+func TestShardedRebalanceParallel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	nodes := startCluster(t, 3, "--cluster-enabled", "yes", "--shard-map", "0:0-16383:n1,n2,n3 1::n1,n2,n3 2::n1,n2,n3")
+	// CLUSTER SLOTS lists shard 0 only: the others own no slot yet (their
+	// steps wait for their leaders).
+	agreedMasters(t, nodes, "shard 0 to have a master on every node", func(m map[string]string) bool { return len(m) == 1 })
+	ctx, rdb, keys, cw := rebalanceUnderWrites(t, nodes,
+		"move slots 10923-16383 from shard 0 to shard 1\nmove slots 5462-10922 from shard 0 to shard 2\nslots per shard: 0=5462 1=5461 2=5461\n", "rp")
+	// Watch the map while the rebalance runs: both moves in it at once is
+	// what running them in parallel means.
+	var both atomic.Bool
+	watchDone := make(chan struct{})
+	stopWatch := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		for {
+			if m, err := shardMapOf(nodes[0].addr); err == nil && len(m.Moves) == 2 {
+				both.Store(true)
+			}
+			select {
+			case <-stopWatch:
+				return
+			case <-time.After(20 * time.Millisecond): // the watcher's sampling period, not synchronisation
+			}
+		}
+	}()
+	var out, errOut strings.Builder
+	code := run([]string{"cluster", "rebalance", "--parallel", "2", "--addr", nodes[2].addr, "--timeout", "4m"}, &out, &errOut)
+	close(stopWatch)
+	<-watchDone
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	slices.Sort(lines)
+	want := []string{"moved slots 10923-16383 from shard 0 to shard 1", "moved slots 5462-10922 from shard 0 to shard 2", "slots per shard: 0=5462 1=5461 2=5461"}
+	if code != 0 || !slices.Equal(lines, want) {
+		t.Fatalf("rebalance --parallel 2: exit %d, %q %s", code, out.String(), errOut.String())
+	}
+	if !both.Load() {
+		t.Errorf("no map showed both moves in progress at once")
+	}
+	cw.waitWrites(t, 200)
+	waitMaps(t, nodes, "evened out", func(m *cluster.ShardMap) bool {
+		return len(m.Moves) == 0 && m.ShardOf(5461) == 0 && m.ShardOf(5462) == 2 && m.ShardOf(10922) == 2 && m.ShardOf(10923) == 1
+	})
+	cw.stopAndCheck(t, ctx, rdb, nodes)
+	moved := map[uint32]int{}
+	for _, k := range keys {
+		if s := slot.Of([]byte(k)); s >= 5462 && len(cw.acked[k]) > 0 {
+			moved[map[bool]uint32{true: 1, false: 2}[s >= 10923]]++
+		}
+	}
+	if moved[1] == 0 || moved[2] == 0 {
+		t.Errorf("written keys moved into shards 1 and 2: %v; want some in each", moved)
+	}
+	clusterCheck(t, nodes[0].addr)
+	t.Logf("keys with acknowledged members moved per shard: %v; %d members acknowledged", moved, cw.count.Load())
+}
+
+// rebalanceUnderWrites checks rebalance --dry-run's output, then starts
+// go-redis's ClusterClient writing members to 64 keys named prefix:i, and
+// waits for 200 acknowledged: the rebalance tests' start.
+func rebalanceUnderWrites(t *testing.T, nodes []*clusterProc, wantDry, prefix string) (context.Context, *redis.ClusterClient, []string, *clusterWriters) {
+	t.Helper()
+	var dry, dryErr strings.Builder
+	if code := run([]string{"cluster", "rebalance", "--dry-run", "--addr", nodes[1].addr}, &dry, &dryErr); code != 0 || dry.String() != wantDry {
+		t.Errorf("rebalance --dry-run: exit %d, %q %s", code, dry.String(), dryErr.String())
+	}
+	ctx := context.Background()
+	rdb := clusterClient(t, 5*time.Second, nodes...)
+	var keys []string
+	for i := range 64 {
+		keys = append(keys, fmt.Sprintf("%s:%d", prefix, i))
+	}
+	cw := &clusterWriters{keys: keys, retryTryAgain: true}
+	cw.start(ctx, rdb, 5)
+	cw.waitWrites(t, 200)
+	return ctx, rdb, keys, cw
 }

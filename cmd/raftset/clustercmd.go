@@ -21,9 +21,9 @@ import (
 // add-meta, remove-meta;
 // docs/sharding.md).
 const clusterUsage = `usage: raftset cluster create --shards S --replicas R [--out DIR] ID@HOST:PORT[,RAFTHOST:RAFTPORT] ...
-       raftset cluster move-slots [--addr host:port] [--password P] [--timeout 10m] FIRST LAST SHARD
-       raftset cluster move-slots --abort [--addr host:port] [--password P] [--timeout 10m]
-       raftset cluster rebalance [--leaders | --replicas] [--dry-run] [--addr host:port] [--password P] [--timeout 10m]
+       raftset cluster move-slots [--addr host:port] [--password P] [--timeout 10m] FIRST LAST SHARD [FIRST LAST SHARD ...]
+       raftset cluster move-slots --abort [--addr host:port] [--password P] [--timeout 10m] [FIRST LAST]
+       raftset cluster rebalance [--leaders | --replicas] [--dry-run] [--parallel N] [--addr host:port] [--password P] [--timeout 10m]
        raftset cluster add-shard [--addr host:port] [--password P] [--timeout 10m] NODE-ID ...
        raftset cluster remove-shard [--dry-run] [--addr host:port] [--password P] [--timeout 10m] ID
        raftset cluster add-node [--addr host:port] [--password P] [--timeout 10m] ID@HOST:PORT[,RAFTHOST:RAFTPORT]
@@ -46,18 +46,23 @@ group's leader (any node forwards it). Clients get -TRYAGAIN for the moving
 slots only, then -MOVED to the new shard. -TRYAGAIN answers (no metadata
 leader yet) are retried until --timeout. A move that failed half way (a
 node died, the timeout passed) is completed by running the same command
-again; another range cannot move until it is, or until --abort undid it.
+again; a range that overlaps it cannot move until it is, or until --abort
+undid it. Several ranges (three numbers each) move at the same time, as
+do moves run by separate commands: any number of disjoint ranges may be
+moving at once, from and to any shards.
 
---abort undoes the move in progress (RAFT.SHARD ABORT): the slots stay in
-their shard, writable again, and the other shard drops what it imported. It
-is refused once the move has flipped the slots to the other shard (clients
-may have written there): such a move can only be completed. An abort that
-failed half way is finished by running it again; with no move in
-progress it does nothing.
+--abort undoes the move in progress (RAFT.SHARD ABORT), or with FIRST LAST
+the move of exactly that range (needed when several are in progress): the
+slots stay in their shard, writable again, and the other shard drops what
+it imported. It is refused once the move has flipped the slots to the
+other shard (clients may have written there): such a move can only be
+completed. An abort that failed half way is finished by running it again;
+with no such move in progress it does nothing.
 
 rebalance evens out the shards' slot counts (they end up differing by at
-most 1): it reads the map (RAFT.SHARD MAP), completes a move in progress,
-and runs the moves that even it out one after another through MOVESLOTS,
+most 1): it reads the map (RAFT.SHARD MAP), completes the moves in
+progress, and runs the moves that even it out through MOVESLOTS, --parallel
+of them at a time (default 2; 1 runs them one after another),
 printing each; --dry-run prints the plan only. With --leaders it instead
 spreads the shards' leaderships so that each process leads a fair share
 (RAFT.SHARD BALANCE-LEADERS), printing each transfer. With --replicas it
@@ -191,15 +196,37 @@ func runMoveSlots(args []string, stdout, stderr io.Writer) int {
 	if *abort {
 		return runAbortMove(fs, af, stdout, stderr)
 	}
-	if fs.NArg() != 3 {
+	if fs.NArg() == 0 || fs.NArg()%3 != 0 {
 		fmt.Fprint(stderr, clusterUsage)
 		return 2
 	}
-	for _, a := range fs.Args() {
-		if _, err := strconv.ParseUint(a, 10, 32); err != nil {
+	var plan []cluster.SlotMovePlan
+	for i, a := range fs.Args() {
+		v, err := strconv.ParseUint(a, 10, 32)
+		if err != nil {
 			fmt.Fprintf(stderr, "raftset cluster move-slots: %q is not a slot or shard number\n", a)
 			return 2
 		}
+		switch i % 3 {
+		case 0:
+			plan = append(plan, cluster.SlotMovePlan{First: int(v)})
+		case 1:
+			plan[len(plan)-1].Last = int(v)
+		case 2:
+			plan[len(plan)-1].To = uint32(v)
+		}
+	}
+	if len(plan) > 1 {
+		return runAdminFunc("move-slots", af, stderr, func(ac *adminConn) error {
+			m, err := shardMap(ac)
+			if err != nil {
+				return err
+			}
+			for i := range plan {
+				plan[i].From = m.ShardOf(plan[i].First)
+			}
+			return runMoves(ac, stdout, plan, "moved", len(plan))
+		})
 	}
 	return runAdmin("move-slots", af, stdout, stderr, func(r respwire.Reply) string {
 		return fmt.Sprintf("slots %s-%s moved to shard %s (%s)", fs.Arg(0), fs.Arg(1), fs.Arg(2), r.Str)
@@ -208,9 +235,14 @@ func runMoveSlots(args []string, stdout, stderr io.Writer) int {
 
 // runAbortMove is move-slots --abort.
 func runAbortMove(fs *flag.FlagSet, af adminFlags, stdout, stderr io.Writer) int {
-	if fs.NArg() != 0 {
+	if fs.NArg() != 0 && fs.NArg() != 2 {
 		fmt.Fprint(stderr, clusterUsage)
 		return 2
+	}
+	if fs.NArg() == 2 {
+		return runAdmin("move-slots --abort", af, stdout, stderr, func(respwire.Reply) string {
+			return fmt.Sprintf("no move of slots %s-%s in progress: any was aborted", fs.Arg(0), fs.Arg(1))
+		}, "RAFT.SHARD", "ABORT", fs.Arg(0), fs.Arg(1))
 	}
 	return runAdmin("move-slots --abort", af, stdout, stderr, func(respwire.Reply) string {
 		return "no slot move in progress: any was aborted"
@@ -240,6 +272,9 @@ func runAdmin(name string, af adminFlags, stdout, stderr io.Writer, done func(re
 type adminConn struct {
 	ctx context.Context
 	cl  *respwire.Client
+	// addr and password dial another connection to the same node
+	// (another), for commands sent at the same time.
+	addr, password string
 }
 
 func dialAdmin(ctx context.Context, addr, password string) (*adminConn, error) {
@@ -251,7 +286,7 @@ func dialAdmin(ctx context.Context, addr, password string) (*adminConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	ac := &adminConn{ctx: ctx, cl: cl}
+	ac := &adminConn{ctx: ctx, cl: cl, addr: addr, password: password}
 	if password != "" {
 		if _, err := ac.call("AUTH", password); err != nil {
 			cl.Close()
@@ -262,6 +297,10 @@ func dialAdmin(ctx context.Context, addr, password string) (*adminConn, error) {
 }
 
 func (ac *adminConn) close() { ac.cl.Close() }
+
+// another is a new connection to ac's node: a connection carries one
+// command at a time.
+func (ac *adminConn) another() (*adminConn, error) { return dialAdmin(ac.ctx, ac.addr, ac.password) }
 
 // call sends one command; an error reply is the error.
 func (ac *adminConn) call(args ...string) (respwire.Reply, error) {

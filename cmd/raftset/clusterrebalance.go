@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"raftset/cluster"
@@ -17,10 +19,11 @@ func runRebalance(args []string, stdout, stderr io.Writer) int {
 	leaders := fs.Bool("leaders", false, "spread shard leaderships (RAFT.SHARD BALANCE-LEADERS) instead of slots")
 	replicas := fs.Bool("replicas", false, "even out replica counts per node (RAFT.SHARD ADDREPLICA/REMOVEREPLICA) instead of slots")
 	dry := fs.Bool("dry-run", false, "print the plan only")
+	parallel := fs.Int("parallel", 2, "run up to this many slot moves at once (1: one after another)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	if fs.NArg() != 0 || *leaders && *replicas {
+	if fs.NArg() != 0 || *leaders && *replicas || *parallel < 1 {
 		fmt.Fprint(stderr, clusterUsage)
 		return 2
 	}
@@ -31,7 +34,7 @@ func runRebalance(args []string, stdout, stderr io.Writer) int {
 		case *replicas:
 			return rebalanceReplicas(ac, *dry, stdout)
 		default:
-			return rebalanceSlots(ac, *dry, stdout)
+			return rebalanceSlots(ac, *dry, *parallel, stdout)
 		}
 	})
 }
@@ -84,23 +87,29 @@ func waitMap(ac *adminConn, what string, done func(*cluster.ShardMap) bool) erro
 	}
 }
 
-// rebalanceSlots runs the moves that even out the shards' slot counts one
-// at a time (one move at a time is what the driver allows): a move in
-// progress is completed first, then the plan of the map as it is then,
-// then the map is read again (empty plan: done; another change came
-// meanwhile: planned and run again).
-func rebalanceSlots(ac *adminConn, dry bool, stdout io.Writer) error {
+// rebalanceSlots runs the moves that even out the shards' slot counts,
+// parallel at a time (their ranges are disjoint, each in its donor from
+// the start: cluster.PlanSlotMoves): the moves in progress are completed
+// first, then the plan of the map as it is then, then the map is read
+// again (empty plan: done; another change came meanwhile: planned and run
+// again).
+func rebalanceSlots(ac *adminConn, dry bool, parallel int, stdout io.Writer) error {
 	for {
 		m, err := shardMap(ac)
 		if err != nil {
 			return err
 		}
-		if mv := m.Move; mv != nil {
-			if dry {
-				fmt.Fprintf(stdout, "a move is in progress: slots %d-%d from shard %d to shard %d (rebalance completes it first)\n",
-					mv.First, mv.Last, mv.From, mv.To)
-			} else {
-				if err := runMove(ac, stdout, cluster.SlotMovePlan{First: mv.First, Last: mv.Last, From: mv.From, To: mv.To}, "completed"); err != nil {
+		if len(m.Moves) > 0 {
+			var resume []cluster.SlotMovePlan
+			for _, mv := range m.Moves {
+				if dry {
+					fmt.Fprintf(stdout, "a move is in progress: slots %d-%d from shard %d to shard %d (rebalance completes it first)\n",
+						mv.First, mv.Last, mv.From, mv.To)
+				}
+				resume = append(resume, cluster.SlotMovePlan{First: mv.First, Last: mv.Last, From: mv.From, To: mv.To})
+			}
+			if !dry {
+				if err := runMoves(ac, stdout, resume, "completed", parallel); err != nil {
 					return err
 				}
 				continue
@@ -120,13 +129,68 @@ func rebalanceSlots(ac *adminConn, dry bool, stdout io.Writer) error {
 		}
 		// The whole plan: planning again half way could pick other shards
 		// to keep the extra slot of an uneven split, and move more.
-		for _, p := range plan {
-			if err := runMove(ac, stdout, p, "moved"); err != nil {
-				return err
-			}
+		if err := runMoves(ac, stdout, plan, "moved", parallel); err != nil {
+			return err
 		}
 	}
 }
+
+// runMoves runs the moves of plan, parallel at a time, each on its own
+// connection (the driver answers MOVESLOTS once its move is complete), and
+// prints each as it ends. After a failure it starts no other move, lets
+// those running end, and returns every failure.
+func runMoves(ac *adminConn, stdout io.Writer, plan []cluster.SlotMovePlan, verb string, parallel int) error {
+	if parallel <= 1 || len(plan) == 1 {
+		for _, p := range plan {
+			if err := runMove(ac, stdout, p, verb); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		mu     sync.Mutex // stdout and errs
+		errs   []error
+		wg     sync.WaitGroup
+		tokens = make(chan struct{}, parallel)
+	)
+	out := writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return stdout.Write(b)
+	})
+	for _, p := range plan {
+		tokens <- struct{}{}
+		mu.Lock()
+		failed := len(errs) > 0
+		mu.Unlock()
+		if failed {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-tokens }()
+			c, err := ac.another()
+			if err == nil {
+				defer c.close()
+				err = runMove(c, out, p, verb)
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // runMove runs one MOVESLOTS, then waits until the node it asked routes by
 // a map with the move done (it adopts the driver's map within a refresh),
@@ -137,7 +201,8 @@ func runMove(ac *adminConn, stdout io.Writer, p cluster.SlotMovePlan, verb strin
 		return fmt.Errorf("MOVESLOTS %s %s %s: %w", first, last, to, err)
 	}
 	if err := waitMap(ac, "slots "+first+"-"+last+" in shard "+to, func(m *cluster.ShardMap) bool {
-		return m.Move == nil && m.ShardOf(p.First) == p.To && m.ShardOf(p.Last) == p.To
+		_, moving := m.MoveOf(p.First)
+		return !moving && m.ShardOf(p.First) == p.To && m.ShardOf(p.Last) == p.To
 	}); err != nil {
 		return err
 	}

@@ -153,6 +153,12 @@ func TestClusterCommandArgs(t *testing.T) {
 		{[]string{"create", "--shards", "1", "--replicas", "1", "a@127.0.0.1:1,x"}, 2, `node a: Raft address "x"`},
 		{[]string{"move-slots", "1", "x", "2"}, 2, `"x" is not a slot or shard number`},
 		{[]string{"move-slots", "--abort", "1"}, 2, "usage: raftset cluster create"},
+		{[]string{"move-slots", "--abort", "1", "2", "3"}, 2, "usage: raftset cluster create"},
+		{[]string{"move-slots", "0", "9", "1", "10"}, 2, "usage: raftset cluster create"},
+		{[]string{"move-slots", "0", "9", "1", "10", "x", "2"}, 2, `"x" is not a slot or shard number`},
+		{[]string{"rebalance", "--parallel", "0"}, 2, "usage: raftset cluster create"},
+		{[]string{"move-slots", "--abort", "--addr", "127.0.0.1:1", "--timeout", "2s", "0", "9"}, 1, "raftset cluster move-slots --abort: 127.0.0.1:1: "},
+		{[]string{"move-slots", "--addr", "127.0.0.1:1", "--timeout", "2s", "0", "9", "1", "10", "19", "2"}, 1, "raftset cluster move-slots: 127.0.0.1:1: "},
 		{[]string{"move-slots", "--abort", "--addr", "127.0.0.1:1", "--timeout", "2s"}, 1, "raftset cluster move-slots --abort: 127.0.0.1:1: "},
 		{[]string{"move-slots", "--addr", "127.0.0.1:1", "--timeout", "2s", "0", "9", "1"}, 1, "raftset cluster move-slots: 127.0.0.1:1: "},
 	} {

@@ -79,7 +79,7 @@ func TestShardedRemoveShard(t *testing.T) {
 	if code := run([]string{"cluster", "move-slots", "--addr", nodes[0].addr, "--timeout", "3m", "8192", "16383", "0"}, &out, &errOut); code != 0 {
 		t.Fatalf("move-slots 8192 16383 0: exit %d, %q %s", code, out.String(), errOut.String())
 	}
-	waitMaps(t, nodes, "shard 1 to own no slot", func(m *cluster.ShardMap) bool { sh, _ := m.Shard(1); return m.Move == nil && len(sh.Ranges) == 0 })
+	waitMaps(t, nodes, "shard 1 to own no slot", func(m *cluster.ShardMap) bool { sh, _ := m.Shard(1); return len(m.Moves) == 0 && len(sh.Ranges) == 0 })
 	if code, out, errOut := removeShard("--dry-run", "--addr", nodes[2].addr, "1"); code != 0 || out != "remove shard 1 (no slot; replicas on "+members+")\n" {
 		t.Fatalf("remove-shard --dry-run 1: exit %d, %q %s", code, out, errOut)
 	}
