@@ -214,6 +214,8 @@ func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 	switch strings.ToLower(string(args[0])) {
 	case cmdMetaMap:
 		return h.serveMetaMap(ctx)
+	case cmdMetaProbe:
+		return h.serveMetaProbe(ctx, args)
 	case cmdMoveSlots:
 		if len(args) != 4 && len(args) != 5 {
 			return command.Error(command.ErrArity(cmdMoveSlots))

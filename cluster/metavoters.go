@@ -60,16 +60,31 @@ func (h *Host) startMeta() error {
 		return nil
 	}
 	inDirective := slices.Contains(h.bootstrap.Shards[0].Members, h.self)
-	if !inDirective {
-		held, err := exists(filepath.Join(dir, raftDBFile))
+	held, err := exists(filepath.Join(dir, raftDBFile))
+	if err != nil {
+		return fmt.Errorf("metadata replica: %w", err)
+	}
+	bootstrap := inDirective
+	switch {
+	case !inDirective && !held:
+		return nil
+	case inDirective && !held:
+		// An empty directory: bootstrap only where no other process
+		// knows the group already (metaprobe.go).
+		start, boot, err := h.metaStart(h.probeMeta())
 		if err != nil {
-			return fmt.Errorf("metadata replica: %w", err)
+			return err
 		}
-		if !held {
+		if !start {
+			h.log.Info("the cluster map does not name this node a metadata voter: no replica of the metadata group started")
 			return nil
 		}
+		if !boot {
+			h.log.Info("the metadata group exists already: this node's replica waits for its leader instead of bootstrapping")
+		}
+		bootstrap = boot
 	}
-	n, err := h.newMetaNode(h.metaVoters(), inDirective)
+	n, err := h.newMetaNode(h.metaVoters(), bootstrap)
 	if err != nil {
 		return err
 	}
