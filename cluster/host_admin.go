@@ -248,11 +248,11 @@ func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 		}
 		return h.addNode(ctx, a, relayed)
 	case cmdRemoveNode:
-		id, relayed, bad := removeNodeArgs(args)
+		id, dry, relayed, bad := removeNodeArgs(args)
 		if bad != nil {
 			return bad
 		}
-		return h.removeNode(ctx, id, relayed)
+		return h.removeNode(ctx, id, dry, relayed)
 	case cmdAddMeta, cmdRemoveMeta:
 		node, relayed, bad := metaArgsInternal(args)
 		if bad != nil {
