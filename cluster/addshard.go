@@ -126,7 +126,7 @@ func addShardArgs(args [][]byte) ([]string, []byte) {
 	}
 	out := make([]string, len(args))
 	for i, a := range args {
-		if err := checkNodeID(string(a)); err != nil {
+		if err := CheckNodeID(string(a)); err != nil {
 			return nil, command.Error("ERR ADDSHARD: " + err.Error())
 		}
 		out[i] = string(a)

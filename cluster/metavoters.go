@@ -161,7 +161,7 @@ func (h *Host) metaArgs(ctx context.Context, add bool, node []byte, relayed bool
 	if add {
 		what, name = "ADDMETA", cmdAddMeta
 	}
-	if err := checkNodeID(string(node)); err != nil {
+	if err := CheckNodeID(string(node)); err != nil {
 		return command.Error("ERR " + what + ": " + err.Error())
 	}
 	args := [][]byte{[]byte(name), node}

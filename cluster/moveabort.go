@@ -55,7 +55,7 @@ func (h *Host) driveAbort(ctx context.Context) []byte {
 // a failed abort is resumed by running it again. It returns the move it
 // found.
 func (h *Host) abort(ctx context.Context) (*SlotMove, error) {
-	cur, err := h.readMetaRetry(ctx)
+	cur, err := h.readMetaSettled(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (h *Host) removeNodeCmd(ctx context.Context, args [][]byte) []byte {
 // (dry: say what it would do to the metadata group); relayed: sent by a
 // metadata voter.
 func (h *Host) removeNode(ctx context.Context, id []byte, dry, relayed bool) []byte {
-	if err := checkNodeID(string(id)); err != nil {
+	if err := CheckNodeID(string(id)); err != nil {
 		return command.Error("ERR REMOVENODE: " + err.Error())
 	}
 	args := [][]byte{[]byte(cmdRemoveNode), id}

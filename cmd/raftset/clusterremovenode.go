@@ -27,10 +27,7 @@ func runRemoveNode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, clusterUsage)
 		return 2
 	}
-	if id := fs.Arg(0); id == "" || strings.ContainsAny(id, " \t;:,@=") {
-		// The map's syntax characters (cluster.checkNodeID), which
-		// REMOVENODE refuses too, and ID@HOST:PORT as add-node takes it.
-		fmt.Fprintf(stderr, "raftset cluster remove-node: bad node id %q (the node's id only, as in RAFT.SHARD MAP)\n", id)
+	if badNodeID("remove-node", fs.Arg(0), stderr) {
 		return 2
 	}
 	return runAdminFunc("remove-node", af, stderr, func(ac *adminConn) error {
