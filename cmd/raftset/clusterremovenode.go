@@ -52,11 +52,13 @@ func removeNode(ac *adminConn, node string, dry bool, stdout io.Writer) error {
 			return err
 		}
 		held := len(m.Hosts(node)) > 0
-		if held {
+		if held && !dry {
 			// What refuses the node whatever its replicas (unknown, a
 			// metadata voter without a replacement) refuses it before
 			// anything moves, and a voter leaves the metadata group; a
 			// node that still holds replicas is refused for that only.
+			// Not in a dry run, which changes nothing: the DRY-RUN
+			// above refused what REMOVENODE would.
 			if _, err := ac.callRetrying("RAFT.SHARD", "REMOVENODE", node); err == nil {
 				break // drained meanwhile by someone else: removed now
 			} else if !strings.Contains(err.Error(), "still holds a replica") {
