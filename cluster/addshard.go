@@ -38,7 +38,7 @@ func (h *Host) addShard(ctx context.Context, members []string, relayed bool) []b
 }
 
 func (h *Host) driveAddShard(ctx context.Context, members []string) (uint32, error) {
-	cur, err := h.readMeta(ctx, false)
+	cur, err := h.readMetaSettled(ctx)
 	if err != nil {
 		return 0, err
 	}
