@@ -119,8 +119,8 @@ func parseMetaProbe(from string, raw []byte) (metaProbe, bool) {
 }
 
 // probeAddrs are the client addresses of every other process this one
-// knows at start (the directive's @addr and node records, the shards held
-// here).
+// knows at start, before its shards' replicas run: the directive's @addr
+// and node records.
 func (h *Host) probeAddrs() map[string]string {
 	var ids []string
 	for _, sh := range h.bootstrap.Shards {
@@ -139,7 +139,11 @@ func (h *Host) probeAddrs() map[string]string {
 			continue
 		}
 		asked[id] = true
-		if a := h.clientAddr(id); a != "" && !asked[a] {
+		a := h.bootstrap.Addrs[id]
+		if r, ok := h.bootstrap.Nodes[id]; ok && a == "" {
+			a = r.Client
+		}
+		if a != "" && !asked[a] {
 			asked[a] = true
 			addrs[id] = a
 		}

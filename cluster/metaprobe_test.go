@@ -119,8 +119,10 @@ func TestWipedMetaVoterDoesNotBootstrap(t *testing.T) {
 	} else if err.Error() != want {
 		t.Errorf("NewHost of n2 on its wiped directory: %v\nwant %s", err, want)
 	}
-	if _, err := os.Stat(filepath.Join(MetaDir(c.cfgs[1].DataDir), raftDBFile)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("n2's dir/meta/%s after the refusal: %v, want none", raftDBFile, err)
+	for _, d := range []string{MetaDir(c.cfgs[1].DataDir), c.cfgs[1].DataDir} {
+		if _, err := os.Stat(filepath.Join(d, raftDBFile)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s/%s after the refusal: %v, want none (nothing started)", d, raftDBFile, err)
+		}
 	}
 	if got := metaConfigOf(n1); !slices.Equal(got, []string{"n1", "n2"}) {
 		t.Errorf("n1's metadata configuration = %v, want [n1 n2]", got)
