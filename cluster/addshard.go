@@ -38,7 +38,7 @@ func (h *Host) addShard(ctx context.Context, members []string, relayed bool) []b
 }
 
 func (h *Host) driveAddShard(ctx context.Context, members []string) (uint32, error) {
-	cur, err := h.readMeta(ctx, false)
+	cur, err := h.readMetaSettled(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -126,7 +126,7 @@ func addShardArgs(args [][]byte) ([]string, []byte) {
 	}
 	out := make([]string, len(args))
 	for i, a := range args {
-		if err := checkNodeID(string(a)); err != nil {
+		if err := CheckNodeID(string(a)); err != nil {
 			return nil, command.Error("ERR ADDSHARD: " + err.Error())
 		}
 		out[i] = string(a)

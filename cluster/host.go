@@ -206,6 +206,10 @@ func NewHost(cfg Config, m *ShardMap, newFSM func(shard uint32) *fsm.FSM) (_ *Ho
 		h.firstFSM = newFSM(MetaGroup)
 		h.firstUsers.Store(h.firstFSM.Users())
 	}
+	metaStart, metaBoot, err := h.planMeta()
+	if err != nil {
+		return nil, err
+	}
 	for _, id := range ids {
 		sh, _ := m.Shard(id)
 		n, err := h.startShard(sh)
@@ -217,7 +221,7 @@ func NewHost(cfg Config, m *ShardMap, newFSM func(shard uint32) *fsm.FSM) (_ *Ho
 	if len(ids) > 0 {
 		h.home.Store(nodes[ids[0]])
 	}
-	if err := h.startMeta(); err != nil {
+	if err := h.startMeta(metaStart, metaBoot); err != nil {
 		return nil, err
 	}
 	h.bal.interval.Store(int64(max(cfg.LeaderBalanceInterval, 0)))

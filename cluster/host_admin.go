@@ -214,6 +214,8 @@ func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 	switch strings.ToLower(string(args[0])) {
 	case cmdMetaMap:
 		return h.serveMetaMap(ctx)
+	case cmdMetaProbe:
+		return h.serveMetaProbe(ctx, args)
 	case cmdMoveSlots:
 		if len(args) != 4 && len(args) != 5 {
 			return command.Error(command.ErrArity(cmdMoveSlots))
@@ -246,11 +248,11 @@ func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 		}
 		return h.addNode(ctx, a, relayed)
 	case cmdRemoveNode:
-		id, relayed, bad := removeNodeArgs(args)
+		id, dry, relayed, bad := removeNodeArgs(args)
 		if bad != nil {
 			return bad
 		}
-		return h.removeNode(ctx, id, relayed)
+		return h.removeNode(ctx, id, dry, relayed)
 	case cmdAddMeta, cmdRemoveMeta:
 		node, relayed, bad := metaArgsInternal(args)
 		if bad != nil {

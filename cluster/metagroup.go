@@ -146,7 +146,13 @@ func (h *Host) refreshMap() {
 		return
 	}
 	if m == nil {
-		h.bootstrapMeta(ctx)
+		if meta.isVoter() {
+			// A replica still joining (no configuration, or a
+			// non-voter) proposes nothing: it has no say until it
+			// caught up, and its empty store is no sign of a
+			// group without a map.
+			h.bootstrapMeta(ctx)
+		}
 		return
 	}
 	h.adopt(m)
@@ -189,13 +195,14 @@ func (h *Host) bootstrapMeta(ctx context.Context) {
 // recovery of the group, and after it, when the voters are still the
 // directive's).
 func (h *Host) fetchMap(ctx context.Context) {
-	voters := h.metaVoters()
+	// After the voters changed, the directive's still answer (a process
+	// that left the group hands over the map it knows): the way to the
+	// map when no voter's address is known here. A copy: the map's list
+	// is shared.
+	voters := slices.Clone(h.metaVoters())
 	for _, v := range h.bootstrap.Shards[0].Members {
-		// After the voters changed, the directive's still answer (a
-		// process that left the group hands over the map it knows):
-		// the way to the map when no voter's address is known here.
 		if !slices.Contains(voters, v) {
-			voters = append(slices.Clone(voters), v)
+			voters = append(voters, v)
 		}
 	}
 	first := int(h.metaFirst.Load()) % len(voters)

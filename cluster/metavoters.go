@@ -45,31 +45,53 @@ const (
 	metaLeftFile = "left"
 )
 
-// startMeta starts this process's replica of the metadata group at start
-// when its directory says it runs one (above).
-func (h *Host) startMeta() error {
+// planMeta says whether this process starts its replica of the metadata
+// group at start, as its directory says (above), and whether it may
+// bootstrap it. It runs before any shard's replica starts: a process that
+// must not start (metaStart) leaves nothing running or bootstrapped.
+func (h *Host) planMeta() (start, bootstrap bool, err error) {
 	dir := MetaDir(h.cfg.DataDir)
 	// An unreadable marker is an error, never "no marker": a replica that
 	// left must not start again.
 	left, err := exists(filepath.Join(dir, metaLeftFile))
 	if err != nil {
-		return fmt.Errorf("metadata replica: %w", err)
+		return false, false, fmt.Errorf("metadata replica: %w", err)
 	}
 	if left {
 		h.log.Info("this node left the metadata group (RAFT.SHARD REMOVEMETA): no replica of it started")
-		return nil
+		return false, false, nil
 	}
 	inDirective := slices.Contains(h.bootstrap.Shards[0].Members, h.self)
-	if !inDirective {
-		held, err := exists(filepath.Join(dir, raftDBFile))
-		if err != nil {
-			return fmt.Errorf("metadata replica: %w", err)
-		}
-		if !held {
-			return nil
-		}
+	held, err := exists(filepath.Join(dir, raftDBFile))
+	if err != nil {
+		return false, false, fmt.Errorf("metadata replica: %w", err)
 	}
-	n, err := h.newMetaNode(h.metaVoters(), inDirective)
+	switch {
+	case !inDirective:
+		return held, false, nil
+	case held:
+		return true, true, nil
+	}
+	// An empty directory: bootstrap only where no other process knows
+	// the group already (metaprobe.go).
+	start, bootstrap, err = h.metaStart(h.probeMeta())
+	switch {
+	case err != nil:
+	case !start:
+		h.log.Info("the cluster map does not name this node a metadata voter: no replica of the metadata group started")
+	case !bootstrap:
+		h.log.Info("the metadata group exists already: this node's replica waits for its leader instead of bootstrapping")
+	}
+	return start, bootstrap, err
+}
+
+// startMeta starts this process's replica of the metadata group at start
+// as planMeta said.
+func (h *Host) startMeta(start, bootstrap bool) error {
+	if !start {
+		return nil
+	}
+	n, err := h.newMetaNode(h.metaVoters(), bootstrap)
 	if err != nil {
 		return err
 	}
@@ -146,7 +168,7 @@ func (h *Host) metaArgs(ctx context.Context, add bool, node []byte, relayed bool
 	if add {
 		what, name = "ADDMETA", cmdAddMeta
 	}
-	if err := checkNodeID(string(node)); err != nil {
+	if err := CheckNodeID(string(node)); err != nil {
 		return command.Error("ERR " + what + ": " + err.Error())
 	}
 	args := [][]byte{[]byte(name), node}

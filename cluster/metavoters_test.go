@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"raftset/internal/command"
 	"raftset/internal/respwire"
 	"raftset/internal/testutil"
 )
@@ -212,8 +213,10 @@ func TestMetaVoters(t *testing.T) {
 	if voter == "n4" {
 		voter = rest[1]
 	}
-	if r := adminRetry(t, n4, "raft.shard", "removenode", voter); r != "-ERR REMOVENODE: node "+voter+" is a voter of the metadata group: remove it from the group first (RAFT.SHARD REMOVEMETA "+voter+")\r\n" {
-		t.Errorf("REMOVENODE %s (a voter) = %q", voter, r)
+	// Of a voter, with 2 left: the node that left takes its place.
+	plan := "add metadata voter " + leader.self + " (add-meta " + leader.self + ")\nremove metadata voter " + voter + " (remove-meta " + voter + ")\n"
+	if r := adminRetry(t, n4, "raft.shard", "removenode", voter, "dry-run"); r != string(command.AppendBulkString(nil, plan)) {
+		t.Errorf("REMOVENODE %s DRY-RUN (a voter) = %q, want %q", voter, r, plan)
 	}
 
 	// Restarts with the same shard-map: the removed node starts no

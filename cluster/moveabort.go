@@ -107,7 +107,7 @@ func whichMove(cur *ShardMap, rng []string) (*SlotMove, error) {
 // epoch, so a failed abort is resumed by running it again. It returns the
 // move it found.
 func (h *Host) abort(ctx context.Context, rng []string) (*SlotMove, error) {
-	cur, err := h.readMetaRetry(ctx)
+	cur, err := h.readMetaSettled(ctx)
 	if err != nil {
 		return nil, err
 	}

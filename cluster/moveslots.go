@@ -127,7 +127,7 @@ func (h *Host) mapStep(ctx context.Context, what string, change func(cur *ShardM
 	var err error
 	for range mapStepTries {
 		var cur, next *ShardMap
-		if cur, err = h.readMetaRetry(ctx); err != nil {
+		if cur, err = h.readMetaSettled(ctx); err != nil {
 			return nil, err
 		}
 		if cur == nil {
@@ -278,7 +278,7 @@ func (e *supersededError) Is(target error) bool { return target == errMoveSupers
 // drop older than its drop); or whose move another driver completed. That
 // driver must stop; it has nothing to resume.
 func (h *Host) aborted(ctx context.Context, mv SlotMove, err error) error {
-	cur, rerr := h.readMetaRetry(ctx)
+	cur, rerr := h.readMetaSettled(ctx)
 	if rerr != nil || cur == nil {
 		return err
 	}
@@ -297,28 +297,6 @@ func (h *Host) superseded(cur *ShardMap, mv SlotMove, err error) error {
 	}
 	return &supersededError{fmt.Sprintf("the move of epoch %d was %s (map epoch %d), and the step was refused: %v; this driver stopped",
 		mv.Epoch, what, cur.Epoch, err)}
-}
-
-// readMetaRetry reads the replicated map as the driver starts from it
-// (linearizable), again while the metadata group cannot serve the read
-// yet (a new leader that has not committed an entry of its term, or
-// could not confirm its leadership: TRYAGAIN), for at most stepRetry.
-func (h *Host) readMetaRetry(ctx context.Context) (*ShardMap, error) {
-	var m *ShardMap
-	_, err := h.retry(ctx, func() []byte {
-		var err error
-		if m, err = h.readMeta(ctx, false); err != nil {
-			if strings.Contains(err.Error(), ": TRYAGAIN ") || strings.Contains(err.Error(), ": CLUSTERDOWN ") {
-				return command.Error("TRYAGAIN " + err.Error())
-			}
-			return command.Error("ERR " + err.Error())
-		}
-		return command.OK
-	})
-	if err != nil {
-		return nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "TRYAGAIN "), "ERR "))
-	}
-	return m, nil
 }
 
 // copySlots copies slots first..last, copyWorkers at a time: each slot is

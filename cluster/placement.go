@@ -56,7 +56,7 @@ func Place(nodes []PlaceNode, shards, replicas int) (*ShardMap, error) {
 	m := &ShardMap{Epoch: 1, Addrs: map[string]string{}}
 	seen := map[string]bool{}
 	for _, n := range nodes {
-		if err := checkNodeID(n.ID); err != nil {
+		if err := CheckNodeID(n.ID); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrPlacement, err)
 		}
 		if seen[n.ID] {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"raftset/internal/command"
 	"raftset/internal/respwire"
 	"raftset/internal/testutil"
 )
@@ -172,8 +173,9 @@ func TestPlanDrain(t *testing.T) {
 // are refused, every process's map names it removed and no process's
 // CLUSTER NODES lists it, repeats answer +OK and change nothing, and
 // ADDREPLICA of it is refused. A node ADDNODE recorded is removed too and
-// added again. Refusals are byte-exact: an unknown node, a metadata
-// voter, a node that still holds a replica, bad arguments.
+// added again. Refusals are byte-exact: an unknown node, a node that
+// still holds a replica, bad arguments; the DRY-RUN of a node that is no
+// metadata voter is empty (TestRemoveNodeOfMetaVoter has the voters).
 func TestRemoveNode(t *testing.T) {
 	hosts, k1 := replicaHosts(t)
 	n1, n2, n4 := hosts[0], hosts[1], hosts[3]
@@ -183,11 +185,12 @@ func TestRemoveNode(t *testing.T) {
 		want string
 	}{
 		{[]string{"removenode", "n9"}, "-ERR REMOVENODE: unknown node \"n9\" (not in peers, nor added by RAFT.SHARD ADDNODE)\r\n"},
-		{[]string{"removenode", "n2"}, "-ERR REMOVENODE: node n2 is a voter of the metadata group: remove it from the group first (RAFT.SHARD REMOVEMETA n2)\r\n"},
 		{[]string{"removenode", "n4"}, "-ERR REMOVENODE: node n4 still holds a replica of shard 1: move them to other nodes first (raftset cluster remove-node does)\r\n"},
 		{[]string{"removenode", "n@4"}, "-ERR REMOVENODE: bad node id \"n@4\"\r\n"},
 		{[]string{"removenode"}, "-ERR wrong number of arguments for 'raft.shard|removenode' command\r\n"},
-		{[]string{"removenode", "n4", "x"}, "-ERR wrong number of arguments for 'raft.shard|removenode' command\r\n"},
+		{[]string{"removenode", "n4", "x"}, "-ERR REMOVENODE wants <node> [DRY-RUN]\r\n"},
+		{[]string{"removenode", "n4", "dry-run", "x"}, "-ERR wrong number of arguments for 'raft.shard|removenode' command\r\n"},
+		{[]string{"removenode", "n4", "dry-run"}, "$0\r\n\r\n"},
 	} {
 		for _, h := range []*Host{n1, n4} {
 			if r := adminRetry(t, h, append([]string{"raft.shard"}, tc.args...)...); r != tc.want {
@@ -268,5 +271,57 @@ func TestRemoveNode(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "n1 to learn n5's record again", func() bool { return !n1.Map().removed("n5") })
 	if m := n1.Map(); m.Nodes["n5"] != (NodeRecord{"10.0.0.5:7005", "10.0.0.5:17005"}) || !slices.Equal(m.Removed, []string{"n4"}) {
 		t.Errorf("map after ADDNODE n5 again: %q", m.Encode())
+	}
+}
+
+// TestRemoveNodeOfMetaVoter: REMOVENODE of a metadata voter first adds a
+// replacement (a node that is no voter and answers, the first by id), then
+// takes the voter out of the group, then goes on as for any node (here it
+// still holds replicas: refused for that). DRY-RUN names the steps. Here
+// the voter is the group's leader: its process adds the replacement, hands
+// the leadership over, and the new leader's goes on. With no node to take its place and fewer than 3 voters
+// left it is refused, byte for byte, DRY-RUN too.
+func TestRemoveNodeOfMetaVoter(t *testing.T) {
+	ctx := context.Background()
+	small := servedHosts(t, "0:0-16383:n1,n2,n3", 3)
+	if r := adminRetry(t, small[0], "raft.shard", "addnode", "n5", "127.0.0.1:1", "127.0.0.1:2"); r != "+OK\r\n" {
+		t.Fatalf("ADDNODE n5 = %q", r)
+	}
+	refusal := "-ERR REMOVENODE: node n2 is a voter of the metadata group, which would keep 2, and no node can take its place " +
+		"(one that is no voter, not removed, and answers): add a node first (raftset cluster add-node), " +
+		"or leave the group with 2 voters (RAFT.SHARD REMOVEMETA n2)\r\n"
+	for _, a := range [][]string{{"removenode", "n2", "dry-run"}, {"removenode", "n2"}} {
+		if r := adminRetry(t, small[2], append([]string{"raft.shard"}, a...)...); r != refusal {
+			t.Errorf("RAFT.SHARD %s (n5 does not answer) = %q, want %q", strings.Join(a, " "), r, refusal)
+		}
+	}
+	if got := metaConfigOf(small[0]); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
+		t.Errorf("metadata voters after the refusals = %v", got)
+	}
+
+	hosts, _ := replicaHosts(t)
+	n1, n2, n4 := hosts[0], hosts[1], hosts[3]
+	// n2 leads the metadata group: it holds shard 1 with n4, whose log
+	// gave it n4's client address (this test's map gives none).
+	testutil.WaitFor(t, 30*time.Second, "n2 to lead the metadata group and know n4's address", func() bool {
+		if l := metaLeaderHost(t, hosts); l != n2 {
+			l.metaCall(ctx, args(cmdTransfer, "n2")) // a timeout is tried again
+		}
+		return n2.MetaNode().IsLeader() && n2.clientAddr("n4") != ""
+	})
+	// n2 itself: its process adds n4, hands the leadership over, and the
+	// new leader's process (which needs no replacement any more: 3 voters
+	// stay) takes n2 out of the group.
+	plan := "add metadata voter n4 (add-meta n4)\nremove metadata voter n2 (remove-meta n2)\n"
+	if r := adminRetry(t, n1, "raft.shard", "removenode", "n2", "DRY-RUN"); r != string(command.AppendBulkString(nil, plan)) {
+		t.Errorf("RAFT.SHARD REMOVENODE n2 DRY-RUN = %q, want the plan %q", r, plan)
+	}
+	held := "-ERR REMOVENODE: node n2 still holds a replica of shard 0, 1: move them to other nodes first (raftset cluster remove-node does)\r\n"
+	if r := adminRetry(t, n1, "raft.shard", "removenode", "n2"); r != held {
+		t.Errorf("RAFT.SHARD REMOVENODE n2 = %q, want %q", r, held)
+	}
+	waitMetaState(t, hosts, []string{"n1", "n3", "n4"})
+	if r := adminRetry(t, n4, "raft.shard", "removenode", "n2", "DRY-RUN"); r != "$0\r\n\r\n" {
+		t.Errorf("RAFT.SHARD REMOVENODE n2 DRY-RUN once no voter = %q, want empty", r)
 	}
 }

@@ -64,7 +64,7 @@ func (h *Host) replicaArgs(ctx context.Context, add bool, shard, node []byte, re
 	if err != nil || id >= uint64(MetaGroup) {
 		return command.Error("ERR " + what + " wants <shard> <node>: shard id is not an integer")
 	}
-	if err := checkNodeID(string(node)); err != nil {
+	if err := CheckNodeID(string(node)); err != nil {
 		return command.Error("ERR " + what + ": " + err.Error())
 	}
 	args := [][]byte{[]byte(name), shard, node}
@@ -258,15 +258,17 @@ func (h *Host) waitLeaderOtherThan(ctx context.Context, id uint32, node string) 
 	return perr
 }
 
-// readMetaSettled reads the replicated map, again for up to stepRetry
-// while the metadata group cannot serve the read (a new leader that has
-// not committed in its term yet), as a client retries -TRYAGAIN.
+// readMetaSettled reads the replicated map as a driver starts from it
+// (linearizable), again for up to stepRetry while the metadata group
+// cannot serve the read (a new leader that has not committed in its term
+// yet, or could not confirm its leadership: TRYAGAIN, CLUSTERDOWN), as a
+// client retries them: a read changes nothing.
 func (h *Host) readMetaSettled(ctx context.Context) (*ShardMap, error) {
 	var m *ShardMap
 	var err error
 	perr := h.poll(ctx, stepRetry, 50*time.Millisecond, func() bool {
 		m, err = h.readMeta(ctx, false)
-		return err == nil || !strings.Contains(err.Error(), "TRYAGAIN")
+		return err == nil || !strings.Contains(err.Error(), "TRYAGAIN") && !strings.Contains(err.Error(), "CLUSTERDOWN")
 	})
 	if perr != nil && !errors.Is(perr, errPollLimit) {
 		return nil, perr

@@ -304,12 +304,12 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 		case "home":
 			id, shard, ok := strings.Cut(rest, " ")
 			v, err := strconv.ParseUint(shard, 10, 32)
-			if !ok || err != nil || checkNodeID(id) != nil || v >= uint64(MetaGroup) {
+			if !ok || err != nil || CheckNodeID(id) != nil || v >= uint64(MetaGroup) {
 				return nil, fmt.Errorf("cluster map: bad home line %q", line)
 			}
 			homes[id] = uint32(v)
 		case "removed":
-			if checkNodeID(rest) != nil || slices.Contains(removed, rest) {
+			if CheckNodeID(rest) != nil || slices.Contains(removed, rest) {
 				return nil, fmt.Errorf("cluster map: bad removed line %q", line)
 			}
 			removed = append(removed, rest)
@@ -322,7 +322,7 @@ func DecodeShardMap(s string) (*ShardMap, error) {
 		case "meta":
 			meta = strings.Split(rest, ",")
 			for i, v := range meta {
-				if checkNodeID(v) != nil || slices.Contains(meta[:i], v) {
+				if CheckNodeID(v) != nil || slices.Contains(meta[:i], v) {
 					return nil, fmt.Errorf("cluster map: bad meta line %q", line)
 				}
 			}
@@ -396,7 +396,7 @@ func parseNodeRecord(s string) (string, NodeRecord, error) {
 // checkNodeRecord checks a node id (the characters the map's syntax uses
 // are refused) and its two host:port addresses.
 func checkNodeRecord(id, client, raftAddr string) error {
-	if err := checkNodeID(id); err != nil {
+	if err := CheckNodeID(id); err != nil {
 		return err
 	}
 	for _, a := range [][2]string{{"client", client}, {"Raft", raftAddr}} {
@@ -407,8 +407,10 @@ func checkNodeRecord(id, client, raftAddr string) error {
 	return nil
 }
 
-// checkNodeID refuses a node id with a character the map's syntax uses.
-func checkNodeID(id string) error {
+// CheckNodeID refuses a node id the map's syntax cannot hold (its
+// separators, and ID@HOST:PORT as add-node takes it): what RAFT.SHARD's
+// commands refuse, and the cluster subcommands before they send them.
+func CheckNodeID(id string) error {
 	if id == "" || strings.ContainsAny(id, " \t;:,@=") {
 		return fmt.Errorf("bad node id %q", id)
 	}

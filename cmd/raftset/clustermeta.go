@@ -23,9 +23,7 @@ func runMeta(name string, add bool, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 	id := fs.Arg(0)
-	if id == "" || strings.ContainsAny(id, " \t;:,@=") {
-		// The map's syntax characters, which the command refuses too.
-		fmt.Fprintf(stderr, "raftset cluster %s: bad node id %q (the node's id only, as in RAFT.SHARD MAP)\n", name, id)
+	if badNodeID(name, id, stderr) {
 		return 2
 	}
 	sub := "REMOVEMETA"
@@ -50,4 +48,14 @@ func runMeta(name string, add bool, args []string, stdout, stderr io.Writer) int
 		}
 		return nil
 	})
+}
+
+// badNodeID refuses, on stderr, a node id that the RAFT.SHARD command
+// would refuse (cluster.CheckNodeID), before anything is sent.
+func badNodeID(name, id string, stderr io.Writer) bool {
+	if cluster.CheckNodeID(id) == nil {
+		return false
+	}
+	fmt.Fprintf(stderr, "raftset cluster %s: bad node id %q (the node's id only, as in RAFT.SHARD MAP)\n", name, id)
+	return true
 }

@@ -10,7 +10,9 @@ import (
 	"raftset/cluster"
 )
 
-// raftset cluster remove-node ID: moves every replica off the node
+// raftset cluster remove-node ID: takes a metadata voter out of the
+// metadata group (a replacement added first: RAFT.SHARD REMOVENODE does
+// both, DRY-RUN says how), moves every replica off the node
 // (cluster.PlanDrain, each move as rebalance --replicas runs it), removes
 // it from the map (RAFT.SHARD REMOVENODE), then evens out the replica
 // counts of the remaining nodes (docs/sharding.md, Removing a node).
@@ -25,10 +27,7 @@ func runRemoveNode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, clusterUsage)
 		return 2
 	}
-	if id := fs.Arg(0); id == "" || strings.ContainsAny(id, " \t;:,@=") {
-		// The map's syntax characters (cluster.checkNodeID), which
-		// REMOVENODE refuses too, and ID@HOST:PORT as add-node takes it.
-		fmt.Fprintf(stderr, "raftset cluster remove-node: bad node id %q (the node's id only, as in RAFT.SHARD MAP)\n", id)
+	if badNodeID("remove-node", fs.Arg(0), stderr) {
 		return 2
 	}
 	return runAdminFunc("remove-node", af, stderr, func(ac *adminConn) error {
@@ -40,16 +39,26 @@ func runRemoveNode(args []string, stdout, stderr io.Writer) int {
 // starts from the map as the previous one left it, so running it again
 // after a failure resumes (a removed node's REMOVENODE answers +OK).
 func removeNode(ac *adminConn, node string, dry bool, stdout io.Writer) error {
+	// The metadata group's steps first (a voter is replaced, then leaves
+	// it), which REMOVENODE runs before anything else: printed as planned.
+	meta, err := ac.callRetrying("RAFT.SHARD", "REMOVENODE", node, "DRY-RUN")
+	if err != nil {
+		return fmt.Errorf("REMOVENODE %s: %w", node, err)
+	}
+	fmt.Fprint(stdout, meta.Str)
 	for {
 		m, err := shardMap(ac)
 		if err != nil {
 			return err
 		}
 		held := len(m.Hosts(node)) > 0
-		if held {
+		if held && !dry {
 			// What refuses the node whatever its replicas (unknown, a
-			// metadata voter) refuses it before anything moves; a node
-			// that still holds replicas is refused for that only.
+			// metadata voter without a replacement) refuses it before
+			// anything moves, and a voter leaves the metadata group; a
+			// node that still holds replicas is refused for that only.
+			// Not in a dry run, which changes nothing: the DRY-RUN
+			// above refused what REMOVENODE would.
 			if _, err := ac.callRetrying("RAFT.SHARD", "REMOVENODE", node); err == nil {
 				break // drained meanwhile by someone else: removed now
 			} else if !strings.Contains(err.Error(), "still holds a replica") {
