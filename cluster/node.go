@@ -53,8 +53,11 @@ type Node struct {
 	// ownPort is port when the node opened it (no Config.RaftPort): the node
 	// closes it after Raft, which only closes its group's share.
 	ownPort *RaftPort
-	meta    *metaFSM // the state machine as Raft sees it (meta.go)
-	pool    pool     // connections to the leader (rpcconn.go)
+	// heartbeats guards Raft's heartbeat handler on a network transport
+	// (heartbeatguard.go): closed before the stores are.
+	heartbeats heartbeatGuard
+	meta       *metaFSM // the state machine as Raft sees it (meta.go)
+	pool       pool     // connections to the leader (rpcconn.go)
 	// queries holds connections to every member, for WAIT (wait.go).
 	queries pool
 	// formats is the leader's view of the log formats members read
@@ -154,6 +157,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 	defer func() {
 		if err != nil {
 			n.cancel()
+			n.heartbeats.close()
 			if n.walLog != nil {
 				n.walLog.Close()
 			}
@@ -467,6 +471,7 @@ func (n *Node) Close() error {
 			// returns. Callers were released through n.stopped.
 			n.log.Warn("some raft futures were never resolved at shutdown")
 		}
+		n.heartbeats.close()
 		if n.walLog != nil {
 			if cerr := n.walLog.Close(); cerr != nil && err == nil {
 				err = cerr

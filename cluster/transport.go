@@ -144,7 +144,7 @@ func (n *Node) openNetworkTransport() (raft.Transport, error) {
 		}
 		return nil, err
 	}
-	return trans, nil
+	return guardedTransport{trans, &n.heartbeats}, nil
 }
 
 // plainStream is the unauthenticated Raft port (loopback, or protected
