@@ -537,7 +537,7 @@ func sections() []section {
 				},
 				get: func(c *Config) string { return strconv.Itoa(c.MaxMemoryTenacity) }, def: "10",
 				doc: "How long one eviction pass of the leader may run (10: 25 ms, scaled linearly; 100: until under the bound)."},
-			intDirective("gc-percent", func(c *Config) *int { return &c.GCPercent }, 1).is("35",
+			intDirective("gc-percent", func(c *Config) *int { return &c.GCPercent }, 1).is("50",
 				"The Go collector's target, as `GOGC` (which wins when set): the heap may grow this many percent past "+
 					"what survived the last collection before the next one starts. Lower: a lower memory peak while "+
 					"writes pour in, for more CPU per write (docs/benchmarks.md, issue 14). This node only; CONFIG "+
