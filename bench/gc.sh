@@ -24,7 +24,10 @@
 # round's Redis). The settings' order is reversed every other round, so
 # that two settings alternate A B, B A, ...
 # Output: one line per load on stderr while it runs, then a table; OUT gets
-# the per-load lines (tab-separated).
+# the per-load lines (tab-separated). LOGS=DIR keeps each raftset's log there
+# as run<N>-<setting>.log: with GODEBUG=gctrace=1 in the environment, the
+# collector's trace of every load, from which its own CPU is summed
+# (docs/benchmarks.md, "The memory peak: gc-percent").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
@@ -32,6 +35,7 @@ MEM_N=${MEM_N:-10000000}
 SETTINGS=${SETTINGS:-default gogc=100}
 REDIS_AOF=${REDIS_AOF:-always}
 OUT=${OUT:-/dev/null}
+LOGS=${LOGS:-}
 . bench/lib.sh
 bench_init
 hz=$(getconf CLK_TCK)
@@ -94,6 +98,7 @@ for run in $(seq 1 "$RUNS"); do
     settle "$port"
     sall=$(field "$spid" VmHWM); srest=$(field "$spid" VmRSS)
     stop_last; rm -rf "$work/data"
+    [ -n "$LOGS" ] && mkdir -p "$LOGS" && cp "$work/data.log" "$LOGS/run$run-$(tr -c 'A-Za-z0-9=.-' _ <<<"$s").log"
     line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$s" "$speak" "$rpeak" "$srest" "$rrest" "$scpu" "$rcpu" "$srate" "$rrate" "$sall")
     echo "$line" >>"$OUT"
     echo "run $run $s: peak $speak settled-peak $sall rest $srest cpu/M $scpu rate $srate (load $(cut -d' ' -f1 /proc/loadavg))" >&2
