@@ -132,10 +132,13 @@ type nemesisStats struct {
 	SetSlotMoves int `json:"set_slot_moves,omitempty"`
 	// MovesAborted: moves the driver stopped before their flip
 	// (debug-move-fault) that RAFT.SHARD ABORT undid under the workloads.
-	MovesAborted  int      `json:"moves_aborted,omitempty"`
-	MovesFinished []string `json:"moves_finished,omitempty"`
-	MoveErrors    []string `json:"move_errors,omitempty"`
-	Errors        []string `json:"errors,omitempty"`
+	MovesAborted int `json:"moves_aborted,omitempty"`
+	// ConcurrentMoves: firings whose two moves, of disjoint ranges, ran at
+	// the same time and both succeeded.
+	ConcurrentMoves int      `json:"concurrent_moves,omitempty"`
+	MovesFinished   []string `json:"moves_finished,omitempty"`
+	MoveErrors      []string `json:"move_errors,omitempty"`
+	Errors          []string `json:"errors,omitempty"`
 }
 
 // nemesis runs a schedule against a cluster.
@@ -185,34 +188,35 @@ func moveSlotsArgs(pick uint64, shards int, m slotOwners, around int) []string {
 type slotOwners [16384]int
 
 // clusterMap is RAFT.SHARD MAP of the node at addr: every slot's shard,
-// and the move in progress ("" if none: "first-last from to epoch flip").
-func clusterMap(addr string) (*slotOwners, string, error) {
+// and the moves in progress ("first-last from to epoch flip [abort]": a
+// "move" line, or "moving" lines when several run at once).
+func clusterMap(addr string) (*slotOwners, []string, error) {
 	r := rawCommand(addr, 10*time.Second, "RAFT.SHARD", "MAP")
 	if !strings.HasPrefix(r, "$") {
-		return nil, "", fmt.Errorf("RAFT.SHARD MAP on %s: %s", addr, r)
+		return nil, nil, fmt.Errorf("RAFT.SHARD MAP on %s: %s", addr, r)
 	}
 	var m slotOwners
-	var move string
+	var moves []string
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(r[1:]), "\n") {
 		kind, rest, _ := strings.Cut(line, " ")
 		switch kind {
-		case "move":
-			move = rest
+		case "move", "moving":
+			moves = append(moves, rest)
 		case "shard":
 			// shard ID:first-last+first-last:members
 			parts := strings.Split(rest, ":")
 			if len(parts) < 2 {
-				return nil, "", fmt.Errorf("RAFT.SHARD MAP: bad line %q", line)
+				return nil, nil, fmt.Errorf("RAFT.SHARD MAP: bad line %q", line)
 			}
 			id, err := strconv.Atoi(parts[0])
 			if err != nil {
-				return nil, "", fmt.Errorf("RAFT.SHARD MAP: bad line %q", line)
+				return nil, nil, fmt.Errorf("RAFT.SHARD MAP: bad line %q", line)
 			}
 			for _, rg := range strings.Split(parts[1], "+") {
 				var a, b int
 				if _, err := fmt.Sscanf(rg, "%d-%d", &a, &b); err != nil || a < 0 || b > 16383 || a > b {
-					return nil, "", fmt.Errorf("RAFT.SHARD MAP: bad range in %q", line)
+					return nil, nil, fmt.Errorf("RAFT.SHARD MAP: bad range in %q", line)
 				}
 				for s := a; s <= b; s++ {
 					m[s] = id
@@ -222,14 +226,14 @@ func clusterMap(addr string) (*slotOwners, string, error) {
 		}
 	}
 	if seen != 16384 {
-		return nil, "", fmt.Errorf("RAFT.SHARD MAP covers %d slots: %q", seen, r)
+		return nil, nil, fmt.Errorf("RAFT.SHARD MAP covers %d slots: %q", seen, r)
 	}
-	return &m, move, nil
+	return &m, moves, nil
 }
 
-// finishMove completes or aborts the move a failed firing left in the
-// map (another range cannot move until it is): before its flip it is
-// aborted (RAFT.SHARD ABORT), after it completed.
+// finishMove completes or aborts a move a failed firing left in the map
+// (no range overlapping it can move until it is): before its flip it is
+// aborted (RAFT.SHARD ABORT first last), after it completed.
 func (nm *nemesis) finishMove(addr, move string) error {
 	var first, last, from, to, epoch, flip int
 	if _, err := fmt.Sscanf(move, "%d-%d %d %d %d %d", &first, &last, &from, &to, &epoch, &flip); err != nil {
@@ -239,7 +243,7 @@ func (nm *nemesis) finishMove(addr, move string) error {
 	if flip == 0 {
 		// Not flipped: nobody wrote to the range in the target yet, so
 		// it can be given back to the source.
-		args, done = []string{"RAFT.SHARD", "ABORT"}, "aborted "
+		args, done = []string{"RAFT.SHARD", "ABORT", strconv.Itoa(first), strconv.Itoa(last)}, "aborted "
 	}
 	if r := rawCommand(addr, 60*time.Second, args...); r != "+OK" {
 		return fmt.Errorf("%s: %s", strings.Join(args, " "), r)
@@ -248,13 +252,18 @@ func (nm *nemesis) finishMove(addr, move string) error {
 	return nil
 }
 
-// moveSlots is the move-slots fault on the node at addr.
+// moveSlots is the move-slots fault on the node at addr. The first firing
+// of a run, and about every other one after, also moves a second, random
+// range at the same time (several moves at once: each its own driver).
 func (nm *nemesis) moveSlots(f fault, addr string) (string, error) {
-	m, move, err := clusterMap(addr)
-	if err == nil && move != "" {
-		if err = nm.finishMove(addr, move); err == nil {
-			m, _, err = clusterMap(addr)
+	m, moves, err := clusterMap(addr)
+	for _, mv := range moves {
+		if err = nm.finishMove(addr, mv); err != nil {
+			break
 		}
+	}
+	if err == nil && len(moves) > 0 {
+		m, _, err = clusterMap(addr)
 	}
 	if err != nil {
 		return "", err
@@ -264,13 +273,80 @@ func (nm *nemesis) moveSlots(f fault, addr string) (string, error) {
 		around = nm.setSlots[f.Pick>>40%uint64(len(nm.setSlots))]
 	}
 	nm.moveFirings++
-	args := moveSlotsArgs(f.Pick, nm.shards, *m, around)
-	desc := strings.Join(args, " ")
+	ranges := [][]string{moveSlotsArgs(f.Pick, nm.shards, *m, around)}
+	if nm.moveFirings == 1 || f.Pick>>50%2 == 1 {
+		pick := f.Pick
+		for range 8 {
+			pick = pick*0x9e3779b97f4a7c15 + 1
+			if second := moveSlotsArgs(pick, nm.shards, *m, -1); !rangesOverlap(ranges[0], second) {
+				ranges = append(ranges, second)
+				break
+			}
+		}
+	}
+	results := make([]moveResult, len(ranges))
+	var wg sync.WaitGroup
+	for i, args := range ranges {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = runMove(addr, args)
+		}()
+	}
+	wg.Wait()
+	var descs []string
+	var errs []error
+	for i, r := range results {
+		desc := r.desc
+		nm.stats.MovesAborted += r.aborted
+		if r.err != nil {
+			nm.stats.MoveErrors = append(nm.stats.MoveErrors, r.desc+": "+r.err.Error())
+			errs = append(errs, r.err)
+			descs = append(descs, desc)
+			continue
+		}
+		nm.stats.Moves++
+		first, _ := strconv.Atoi(ranges[i][2])
+		last, _ := strconv.Atoi(ranges[i][3])
+		if slices.ContainsFunc(nm.setSlots, func(s int) bool { return s >= first && s <= last }) {
+			nm.stats.SetSlotMoves++
+			desc += " (a set's slot)"
+		}
+		descs = append(descs, desc)
+	}
+	if len(ranges) == 2 && len(errs) == 0 {
+		nm.stats.ConcurrentMoves++
+	}
+	return strings.Join(descs, " | at once: "), errors.Join(errs...)
+}
+
+// rangesOverlap says whether two MOVESLOTS commands' ranges share a slot.
+func rangesOverlap(a, b []string) bool {
+	af, _ := strconv.Atoi(a[2])
+	al, _ := strconv.Atoi(a[3])
+	bf, _ := strconv.Atoi(b[2])
+	bl, _ := strconv.Atoi(b[3])
+	return af <= bl && bf <= al
+}
+
+// moveResult is what one MOVESLOTS of a firing did.
+type moveResult struct {
+	desc    string
+	aborted int // moves stopped before their flip and aborted
+	err     error
+}
+
+// runMove sends one MOVESLOTS (args) to addr until it is done: again after
+// a -TRYAGAIN (not run), and after the driver's deliberate failure before
+// the flip (debug-move-fault) once that move is aborted under the
+// workloads. It touches no shared state, so moves run side by side.
+func runMove(addr string, args []string) moveResult {
+	res := moveResult{desc: strings.Join(args, " ")}
 	retryUntil := time.Now().Add(10 * time.Second)
-	for aborts := 0; ; {
+	for {
 		r := rawCommand(addr, 60*time.Second, args...)
 		if r == "+OK" {
-			break
+			return res
 		}
 		if strings.HasPrefix(r, "-TRYAGAIN") && time.Now().Before(retryUntil) {
 			// Not run (no reachable metadata leader, an election after
@@ -278,30 +354,21 @@ func (nm *nemesis) moveSlots(f fault, addr string) (string, error) {
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
-		if aborts < 3 && strings.Contains(r, "debug-move-fault: failed before flip") {
+		if res.aborted < 3 && strings.Contains(r, "debug-move-fault: failed before flip") {
 			// The driver stopped before the flip on purpose (sharded
 			// rows run with debug-move-fault flip: once per process):
 			// abort the move under the workloads, then move again.
-			if a := rawCommand(addr, 60*time.Second, "RAFT.SHARD", "ABORT"); a != "+OK" {
-				nm.stats.MoveErrors = append(nm.stats.MoveErrors, desc+": "+r+", then ABORT: "+a)
-				return desc, fmt.Errorf("answered %s, then ABORT %s", r, a)
+			if a := rawCommand(addr, 60*time.Second, "RAFT.SHARD", "ABORT", args[2], args[3]); a != "+OK" {
+				res.err = fmt.Errorf("answered %s, then ABORT %s", r, a)
+				return res
 			}
-			aborts++
-			nm.stats.MovesAborted++
-			desc += " (failed before its flip, aborted, run again)"
+			res.aborted++
+			res.desc += " (failed before its flip, aborted, run again)"
 			continue
 		}
-		nm.stats.MoveErrors = append(nm.stats.MoveErrors, desc+": "+r)
-		return desc, fmt.Errorf("answered %s", r)
+		res.err = fmt.Errorf("answered %s", r)
+		return res
 	}
-	nm.stats.Moves++
-	first, _ := strconv.Atoi(args[2])
-	last, _ := strconv.Atoi(args[3])
-	if slices.ContainsFunc(nm.setSlots, func(s int) bool { return s >= first && s <= last }) {
-		nm.stats.SetSlotMoves++
-		desc += " (a set's slot)"
-	}
-	return desc, nil
 }
 
 // resolve turns "leader"/"follower" into a node id ("" if there is none).

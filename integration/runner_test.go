@@ -591,8 +591,8 @@ func summary(res result) string {
 	}
 	if res.LinKeysPerShard != nil {
 		parts = append(parts, fmt.Sprintf("%d ops redirected, per-key workload's keys by shard %v", res.Redirected, res.LinKeysPerShard),
-			fmt.Sprintf("%d slot moves, %d of a set's slot while written, %d aborted before their flip, %d failed, %d left half done and finished by the next",
-				res.Nemesis.Moves, res.Nemesis.SetSlotMoves, res.Nemesis.MovesAborted, len(res.Nemesis.MoveErrors), len(res.Nemesis.MovesFinished)))
+			fmt.Sprintf("%d slot moves, %d of a set's slot while written, %d firings with two moves at once, %d aborted before their flip, %d failed, %d left half done and finished by the next",
+				res.Nemesis.Moves, res.Nemesis.SetSlotMoves, res.Nemesis.ConcurrentMoves, res.Nemesis.MovesAborted, len(res.Nemesis.MoveErrors), len(res.Nemesis.MovesFinished)))
 	}
 	parts = append(parts, fmt.Sprintf("digest converged in %s; valid=%v", res.ConvergedIn, res.Valid))
 	return strings.Join(parts, "; ")
