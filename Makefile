@@ -20,7 +20,7 @@ build:
 	$(GO) build -ldflags='-X main.commit=$(COMMIT)' -o $(BIN) ./cmd/raftset
 
 test:
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 20m ./...
 
 # gofmt, go vet (the Jepsen files too) and the layering tests: package
 # directions and the state machine's clock and randomness ban.

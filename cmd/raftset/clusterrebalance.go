@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -137,8 +138,9 @@ func rebalanceSlots(ac *adminConn, dry bool, parallel int, stdout io.Writer) err
 
 // runMoves runs the moves of plan, parallel at a time, each on its own
 // connection (the driver answers MOVESLOTS once its move is complete), and
-// prints each as it ends. After a failure it starts no other move, lets
-// those running end, and returns every failure.
+// prints each once it and every move planned before it ended, so the
+// output reads in plan order whichever finishes first. After a failure it
+// starts no other move, lets those running end, and returns every failure.
 func runMoves(ac *adminConn, stdout io.Writer, plan []cluster.SlotMovePlan, verb string, parallel int) error {
 	if parallel <= 1 || len(plan) == 1 {
 		for _, p := range plan {
@@ -149,17 +151,15 @@ func runMoves(ac *adminConn, stdout io.Writer, plan []cluster.SlotMovePlan, verb
 		return nil
 	}
 	var (
-		mu     sync.Mutex // stdout and errs
+		mu     sync.Mutex // errs, outs, ended, next
 		errs   []error
+		outs   = make([]bytes.Buffer, len(plan))
+		ended  = make([]bool, len(plan))
+		next   int // the first move not printed yet
 		wg     sync.WaitGroup
 		tokens = make(chan struct{}, parallel)
 	)
-	out := writerFunc(func(b []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return stdout.Write(b)
-	})
-	for _, p := range plan {
+	for i, p := range plan {
 		tokens <- struct{}{}
 		mu.Lock()
 		failed := len(errs) > 0
@@ -174,23 +174,27 @@ func runMoves(ac *adminConn, stdout io.Writer, plan []cluster.SlotMovePlan, verb
 			c, err := ac.another()
 			if err == nil {
 				defer c.close()
-				err = runMove(c, out, p, verb)
+				err = runMove(c, &outs[i], p, verb)
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
-				mu.Lock()
 				errs = append(errs, err)
-				mu.Unlock()
+			}
+			for ended[i] = true; next < len(plan) && ended[next]; next++ {
+				_, _ = outs[next].WriteTo(stdout)
 			}
 		}()
 	}
 	wg.Wait()
+	// After a failure, what ended behind a move that never started.
+	for i := range plan {
+		if ended[i] && outs[i].Len() > 0 {
+			_, _ = outs[i].WriteTo(stdout)
+		}
+	}
 	return errors.Join(errs...)
 }
-
-// writerFunc is an io.Writer of a function.
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // runMove runs one MOVESLOTS, then waits until the node it asked routes by
 // a map with the move done (it adopts the driver's map within a refresh),

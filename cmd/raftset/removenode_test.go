@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,4 +172,73 @@ func TestShardedRemoveNode(t *testing.T) {
 	testutil.WaitFor(t, 30*time.Second, "n4's home to be its replica of shard 0 after a restart", func() bool {
 		return homeIsShard0() && do(t, c4, "RAFT.SHARD", "1", "RAFT.INFO") == "-ERR this node holds no replica of shard 1\r\n"
 	})
+}
+
+// TestShardedRemoveMetaVoterNode: `raftset cluster remove-node n1` of a
+// metadata voter, for real, on four processes holding three shards of
+// three replicas while go-redis's ClusterClient adds members, which must
+// see no error: n4 joins the metadata group in n1's place (3 voters stay),
+// n1 leaves it, its replicas move to the others, and the map drops it.
+// Afterwards the map's voters are n2-n4, every shard has 3 voters on n2-n4
+// in its Raft configuration, every acknowledged member is present, and with
+// n1 stopped map changes still commit and redis-cli --cluster check is OK.
+func TestShardedRemoveMetaVoterNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test")
+	}
+	nodes := startCreated(t, 4, 3, 3)
+	n1, rest := nodes[0], nodes[1:]
+	agreedMasters(t, nodes, "three shards to have a master on every node", func(m map[string]string) bool { return len(m) == 3 })
+	ctx := context.Background()
+	rdb := clusterClient(t, 10*time.Second, nodes...)
+	var keys []string
+	for i := range 50 {
+		keys = append(keys, fmt.Sprintf("rm:%d", i))
+	}
+	cw := &clusterWriters{keys: keys}
+	cw.start(ctx, rdb, 4)
+	cw.waitWrites(t, 100)
+
+	var out, errOut strings.Builder
+	wantMeta := "add metadata voter n4 (add-meta n4)\nremove metadata voter n1 (remove-meta n1)\n"
+	done := "node n1 holds no replica and is out of the cluster: stop its process (its directory can be deleted)\n"
+	if code := run([]string{"cluster", "remove-node", "--addr", nodes[1].addr, "--timeout", "3m", "n1"}, &out, &errOut); code != 0 ||
+		!strings.HasPrefix(out.String(), wantMeta) || !strings.Contains(out.String(), "\nremoved node n1\n") || !strings.HasSuffix(out.String(), done) {
+		t.Fatalf("remove-node n1: exit %d, %q %s; want it to start with %q and end with %q", code, out.String(), errOut.String(), wantMeta, done)
+	}
+	m := waitMaps(t, rest, "without n1, n2-n4 the metadata voters", func(m *cluster.ShardMap) bool {
+		return slices.Equal(m.Removed, []string{"n1"}) && slices.Equal(slices.Sorted(slices.Values(m.Meta)), []string{"n2", "n3", "n4"})
+	})
+	for _, sh := range m.Shards {
+		if got := slices.Sorted(slices.Values(sh.Members)); !slices.Equal(got, []string{"n2", "n3", "n4"}) {
+			t.Errorf("shard %d has members %v, want n2, n3, n4", sh.ID, sh.Members)
+		}
+	}
+	waitVoters(t, m, rest)
+	cw.waitWrites(t, 100)
+	if stored := cw.stopAndCheck(t, ctx, rdb, rest); stored != len(keys) {
+		t.Errorf("%d keys stored, want all %d", stored, len(keys))
+	}
+	cw.checkNoErrors(t, "the removal of a metadata voter")
+	t.Logf("%d SADDs acknowledged, %d with an unknown outcome", cw.count.Load(), cw.maybeCount())
+
+	// The metadata group runs without n1: a map change commits (slot 0
+	// moved to another shard) and every other process learns it.
+	n1.p.stop(t)
+	c2 := dial(t, nodes[1].addr)
+	to := strconv.Itoa(int((m.ShardOf(0) + 1) % 3))
+	var r string
+	testutil.WaitFor(t, 60*time.Second, "MOVESLOTS 0 0 "+to+" without n1", func() bool {
+		r = do(t, c2, "RAFT.SHARD", "MOVESLOTS", "0", "0", to)
+		return !strings.HasPrefix(r, "-TRYAGAIN")
+	})
+	if r != "+OK\r\n" {
+		t.Fatalf("RAFT.SHARD MOVESLOTS 0 0 %s without n1 = %q", to, r)
+	}
+	waitMaps(t, rest, "slot 0 in shard "+to, func(after *cluster.ShardMap) bool {
+		return after.Epoch > m.Epoch && strconv.Itoa(int(after.ShardOf(0))) == to
+	})
+	// Slot 0 is a range of its own now: four ranges, each with a master.
+	agreedMasters(t, rest, "four slot ranges to have a master on n2-n4", func(m map[string]string) bool { return len(m) == 4 })
+	clusterCheck(t, nodes[1].addr)
 }
