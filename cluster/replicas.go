@@ -232,16 +232,28 @@ func (h *Host) leadElsewhere(ctx context.Context, sh Shard, node string) error {
 	if err != nil || l != node {
 		return nil // not known to lead: nothing to hand over (the removal copes)
 	}
-	for _, to := range sh.Members {
-		if to == node {
-			continue
+	// A transfer can time out (the target did not win within an election
+	// timeout on a loaded machine): the next member is tried, twice round.
+	var errs []error
+	for range 2 {
+		for _, to := range sh.Members {
+			if to == node {
+				continue
+			}
+			err := h.transferShard(ctx, sh.ID, to)
+			if err == nil {
+				return nil
+			}
+			if l, lerr := h.shardLeader(ctx, sh.ID); lerr == nil && l != node {
+				return nil // moved all the same (an election, a late transfer)
+			}
+			errs = append(errs, fmt.Errorf("to %s: %w", to, err))
 		}
-		if err := h.transferShard(ctx, sh.ID, to); err != nil {
-			return fmt.Errorf("moving shard %d's leadership from %s to %s before removing it: %w", sh.ID, node, to, err)
-		}
-		return nil
 	}
-	return nil
+	if len(errs) == 0 {
+		return nil // no other member: the removal refuses that itself
+	}
+	return fmt.Errorf("moving shard %d's leadership from %s before removing it: %w", sh.ID, node, errors.Join(errs...))
 }
 
 // waitLeaderOtherThan waits until shard id names a leader other than node.
