@@ -83,7 +83,7 @@ func (h *Host) serveMetaProbe(ctx context.Context, args [][]byte) []byte {
 	if m != nil {
 		out = command.AppendBulkString(out, m.Encode())
 	} else {
-		out = append(out, "$-1\r\n"...)
+		out = append(out, command.NullBulk...)
 	}
 	for _, b := range []bool{p.replica, p.member, p.seen} {
 		out = command.AppendInt(out, boolInt(b))
