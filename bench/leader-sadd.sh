@@ -9,6 +9,7 @@
 #
 #   for b in base head head base base head; do N=2000000 bench/leader-sadd.sh /tmp/$b; done
 #   PROFILE=/tmp/head.pprof N=4000000 bench/leader-sadd.sh /tmp/head
+#   PROFILE=/tmp/f.pprof PROFILE_NODE=follower PIPE=1 N=400000 bench/leader-sadd.sh /tmp/head
 #
 # Needs redis-benchmark and redis-cli (apt-get install -y redis-tools), curl.
 set -euo pipefail
@@ -55,7 +56,9 @@ redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P "$PIPE" -n "$N" -r 200000 --
 bp=$!
 if [ -n "$PROFILE" ]; then
   sleep 3
-  curl -sf -o "$PROFILE" "http://127.0.0.1:${pp[l]}/debug/pprof/profile?seconds=15"
+  # PROFILE_NODE=follower profiles a follower instead of the leader.
+  pn=$l; [ "${PROFILE_NODE:-leader}" = follower ] && pn=$((l % 3 + 1))
+  curl -sf -o "$PROFILE" "http://127.0.0.1:${pp[pn]}/debug/pprof/profile?seconds=15"
 fi
 wait "$bp"
 t1=$(cpu_ticks "$lp"); a1=$(all_ticks)
