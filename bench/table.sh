@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every row of the performance table (docs/benchmarks.md, "The table") in one
+# Every row of the performance table (docs/benchmarks.md, "The table on a quiet machine") in one
 # run: raftset against redis-server measured in the same run, as ratios, with
 # the CPU each side spent (utime+stime from /proc/<pid>/stat of every server
 # process, in CPU-seconds per million requests: steadier than throughput on a
