@@ -13,7 +13,9 @@
 // scavenger, so 20-40 MB of free heap stay resident. The limit here takes
 // the goal from the smallest live heap of the last few cycles, and, being a
 // memory limit, makes the runtime return free pages before it grows past
-// it.
+// it. Collections during a snapshot (Transient) stay out of that window:
+// on a loaded machine a snapshot at the end of the seed's load lasted 4-6 s,
+// several collections, each finding its copies live.
 //
 // The limit is process-wide (as the runtime's is): one Follow per process.
 // A bound an operator or maxmemory sets (SetCeiling) caps it.
