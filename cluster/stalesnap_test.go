@@ -119,7 +119,10 @@ func (s *probeSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 // A Raft snapshot's copies do not raise the soft memory limit: the heap is
-// marked transient from capture to Release, and no longer after.
+// marked transient while Raft persists it. (The mark is process-wide, so
+// the test does not assert its absence: nodes of other tests may be
+// snapshotting; that it ends with Release is internal/memlimit's
+// TestTransient and the wrapper's Release.)
 func TestRaftSnapshotIsTransient(t *testing.T) {
 	cfg := fastConfig(t, "n1")
 	cfg.SnapshotLogBytes, cfg.TrailingLogBytes = -1, -1
@@ -128,16 +131,10 @@ func TestRaftSnapshotIsTransient(t *testing.T) {
 	if got := n.Write(context.Background(), []command.Op{cmd("sadd", "k", "m")}); string(got[0]) != ":1\r\n" {
 		t.Fatalf("SADD: %q", got[0])
 	}
-	if memlimit.InTransient() {
-		t.Fatal("transient before any snapshot")
-	}
 	if err := n.raft.Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	if !p.ran.Load() || !p.during.Load() {
 		t.Errorf("persisted %v, transient while persisting %v; want both", p.ran.Load(), p.during.Load())
-	}
-	if memlimit.InTransient() {
-		t.Error("still transient after the snapshot was released")
 	}
 }
