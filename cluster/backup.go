@@ -15,6 +15,7 @@ import (
 
 	"raftset/fsm"
 	"raftset/internal/command"
+	"raftset/internal/memlimit"
 	"raftset/snapshot"
 )
 
@@ -57,6 +58,10 @@ func (n *Node) StreamRDB(ctx context.Context, start func(size int64, index uint6
 	if reply := n.linearize(ctx); reply != nil {
 		return &SyncError{Reply: strings.TrimSpace(strings.TrimPrefix(string(reply), "-"))}
 	}
+	// The capture's copies are garbage once the file is written, as a Raft
+	// snapshot's are (metaFSM.Snapshot).
+	end := memlimit.Transient()
+	defer end()
 	snap, err := n.fsm.Snapshot()
 	if err != nil {
 		return &SyncError{Reply: "ERR sync: " + err.Error()}

@@ -13,7 +13,9 @@
 // scavenger, so 20-40 MB of free heap stay resident. The limit here takes
 // the goal from the smallest live heap of the last few cycles, and, being a
 // memory limit, makes the runtime return free pages before it grows past
-// it.
+// it. Collections during a snapshot (Transient) stay out of that window:
+// on a loaded machine a snapshot at the end of the seed's load lasted 4-6 s,
+// several collections, each finding its copies live.
 //
 // The limit is process-wide (as the runtime's is): one Follow per process.
 // A bound an operator or maxmemory sets (SetCeiling) caps it.
@@ -26,6 +28,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // window is how many collections the limit looks back over: a snapshot's
@@ -78,6 +81,75 @@ func Limit(recent []Sample, percent int) int64 {
 	return int64(l)
 }
 
+// maxTransient bounds how many collections in a row stay out of the window
+// during transient stretches: a snapshot that outlasts them (a huge
+// dataset, a starved writer) is then simply what the heap holds, and the
+// limit follows it rather than running on the floor alone.
+const maxTransient = 2 * window
+
+// recentSamples is the window of collections the limit is taken from.
+type recentSamples struct {
+	s       []Sample // oldest first, at most window
+	skipped int      // transient samples left out in a row
+}
+
+// add takes the sample of a collection and returns the limit. A transient
+// sample (taken while copies that are about to become garbage were live)
+// does not enter the window: it still counts for the floor and the
+// overhead of this limit, but the next ones are not taken from the smallest
+// live heap it raised. The window's first sample always enters, and so does
+// any after maxTransient left out in a row.
+func (r *recentSamples) add(s Sample, transient bool, percent int) int64 {
+	if transient && len(r.s) > 0 && r.skipped < maxTransient {
+		r.skipped++
+		return Limit(append(r.s[:len(r.s):len(r.s)], s), percent)
+	}
+	r.skipped = 0
+	if len(r.s) == window {
+		copy(r.s, r.s[1:])
+		r.s = r.s[:window-1]
+	}
+	r.s = append(r.s, s)
+	return Limit(r.s, percent)
+}
+
+// transient counts the stretches under way (Transient) and tail says one
+// ended since the last collection looked.
+var transient struct {
+	active atomic.Int64
+	tail   atomic.Bool
+}
+
+// Transient marks the start of a stretch during which the live heap holds
+// copies that will be garbage once it ends: a Raft snapshot being written,
+// whose copy-on-write keeps the old values the writer has yet to read
+// beside the new ones (20-30 MB at the seed's end), for as long as the
+// writer takes, which on a loaded machine is several collections. Without
+// this, a snapshot spanning the window's collections raised the limit by
+// gc-percent of its copies, and the peak with it (docs/benchmarks.md,
+// session 11). Call end once when the stretch is over; the collection
+// after it still counts as transient, as its mark may have begun before.
+func Transient() (end func()) {
+	transient.active.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			transient.tail.Store(true)
+			transient.active.Add(-1)
+		})
+	}
+}
+
+// InTransient reports whether a transient stretch is under way.
+func InTransient() bool { return transient.active.Load() > 0 }
+
+// takeTransient reports whether the collection just ended may hold a
+// transient stretch's copies, and consumes the mark a finished one left.
+func takeTransient() bool {
+	tail := transient.tail.Swap(false)
+	return tail || transient.active.Load() > 0
+}
+
 // follower is the process's one: the runtime's limit is process-wide.
 var f = newFollower()
 
@@ -90,7 +162,7 @@ type follower struct {
 	on      bool
 	gen     uint64 // counts Follow calls, so a stopped follower's last sentinel does nothing
 	ceiling int64
-	recent  []Sample
+	recent  recentSamples
 	limit   int64 // what the samples give, before the ceiling
 	samples []metrics.Sample
 }
@@ -109,7 +181,7 @@ func Follow() bool {
 	}
 	f.on = true
 	f.gen++
-	f.recent = f.recent[:0]
+	f.recent = recentSamples{}
 	f.limit = math.MaxInt64
 	arm(f.gen)
 	return true
@@ -164,12 +236,7 @@ func collected(gen uint64) {
 		return
 	}
 	s, percent := f.read()
-	if len(f.recent) == window {
-		copy(f.recent, f.recent[1:])
-		f.recent = f.recent[:window-1]
-	}
-	f.recent = append(f.recent, s)
-	f.limit = Limit(f.recent, percent)
+	f.limit = f.recent.add(s, takeTransient(), percent)
 	debug.SetMemoryLimit(min(f.ceiling, f.limit))
 	arm(gen)
 }

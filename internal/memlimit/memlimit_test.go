@@ -129,3 +129,86 @@ func TestGOMEMLIMITWins(t *testing.T) {
 		t.Error("Follow started although GOMEMLIMIT is set")
 	}
 }
+
+// TestTransientSamplesStayOutOfTheWindow: collections during a snapshot
+// (copies live until its writer passes them) do not raise the limit however
+// many of the window they span, but still count for the floor; a stretch
+// longer than maxTransient collections is followed.
+func TestTransientSamplesStayOutOfTheWindow(t *testing.T) {
+	var r recentSamples
+	for range window {
+		r.add(Sample{100 * mib, 10 * mib}, false, 50)
+	}
+	base := int64(100*mib + 50*mib + 10*mib)
+	// A snapshot's copies: 30 MiB more live for a whole window and more.
+	for i := range window + 1 {
+		if got := r.add(Sample{130 * mib, 10 * mib}, true, 50); got != base {
+			t.Fatalf("transient collection %d: limit %d MiB, want %d MiB (the window's)", i+1, got/mib, base/mib)
+		}
+	}
+	// The same collections not marked transient raise it once they fill the window.
+	var plain recentSamples
+	for range window {
+		plain.add(Sample{100 * mib, 10 * mib}, false, 50)
+	}
+	var got int64
+	for range window {
+		got = plain.add(Sample{130 * mib, 10 * mib}, false, 50)
+	}
+	if want := int64(130*mib + 65*mib + 10*mib); got != want {
+		t.Errorf("a window of 130 MiB collections: limit %d MiB, want %d MiB", got/mib, want/mib)
+	}
+	// A transient jump past the window's target still gets the floor.
+	if got, want := r.add(Sample{200 * mib, 10 * mib}, true, 50), int64(200*mib+25*mib+10*mib); got != want {
+		t.Errorf("transient jump to 200 MiB: limit %d MiB, want the floor %d MiB", got/mib, want/mib)
+	}
+	// Beyond maxTransient in a row, a transient sample enters the window.
+	var long recentSamples
+	long.add(Sample{100 * mib, 0}, false, 50)
+	for range maxTransient {
+		long.add(Sample{130 * mib, 0}, true, 50)
+	}
+	if len(long.s) != 1 {
+		t.Fatalf("after %d transient collections the window holds %d samples, want 1", maxTransient, len(long.s))
+	}
+	long.add(Sample{130 * mib, 0}, true, 50)
+	if len(long.s) != 2 || long.s[1].Live != 130*mib {
+		t.Errorf("collection %d of a transient stretch: window %v, want it entered", maxTransient+1, long.s)
+	}
+	// An empty window takes the first sample, transient or not.
+	var first recentSamples
+	if got, want := first.add(Sample{100 * mib, 0}, true, 50), int64(150*mib); got != want || len(first.s) != 1 {
+		t.Errorf("first sample, transient: limit %d MiB, window %d samples; want %d MiB, 1", got/mib, len(first.s), want/mib)
+	}
+}
+
+// TestTransient: a stretch is transient from Transient until the first
+// collection after its end (that collection's mark may have begun before);
+// ending twice ends once.
+func TestTransient(t *testing.T) {
+	t.Cleanup(func() { takeTransient() })
+	takeTransient()
+	if InTransient() || takeTransient() {
+		t.Fatal("transient before any stretch")
+	}
+	end := Transient()
+	end2 := Transient()
+	if !InTransient() || !takeTransient() {
+		t.Fatal("not transient during a stretch")
+	}
+	end()
+	end()
+	if !InTransient() {
+		t.Fatal("one of two stretches ended (twice): no longer transient")
+	}
+	end2()
+	if InTransient() {
+		t.Error("transient after both stretches ended")
+	}
+	if !takeTransient() {
+		t.Error("the first collection after a stretch ended is not transient")
+	}
+	if takeTransient() {
+		t.Error("the second collection after a stretch ended is transient")
+	}
+}
