@@ -107,6 +107,40 @@ func TestMoveReplica(t *testing.T) {
 	}
 }
 
+// TestShardCallPassesARemovedReplica: a driver on a process whose replica
+// of a shard the group removed while the map still names it (REMOVEREPLICA
+// of this very node, its first reply lost with the shard's leader, then
+// retried) still reaches the shard's leader. Its own replica never learns
+// a leader again; asked alone, it answered -TRYAGAIN until the driver's
+// limit (TestMoveReplica and TestFetchMapPassesASilentVoter failed so when
+// the metadata leader's process was the removed node's).
+func TestShardCallPassesARemovedReplica(t *testing.T) {
+	hosts := servedHosts(t, "0:0-8191:n1,n2,n3 1:8192-16383:n1,n2,n3", 3)
+	n1, n2 := hosts[0], hosts[1]
+	ctx := context.Background()
+	if _, err := n2.retry(ctx, func() []byte {
+		r := n2.shardCall(ctx, 1, args(cmdRemoveMember, "n1"))
+		if strings.HasPrefix(string(r), "-ERR no member with id") {
+			return command.OK // an earlier attempt's
+		}
+		return r
+	}); err != nil {
+		t.Fatalf("removing n1 from shard 1's group: %v", err)
+	}
+	rep, _ := n1.Node(1)
+	testutil.WaitFor(t, 30*time.Second, "n1's removed replica to know no leader", func() bool {
+		id, _ := rep.leaderClient()
+		return id == ""
+	})
+	if r := string(rep.Internal(ctx, args(cmdSuffrage, "n1"))); !strings.HasPrefix(r, "-TRYAGAIN") {
+		t.Fatalf("n1's removed replica answers %q, want -TRYAGAIN (no leader)", r)
+	}
+	r, err := n1.retry(ctx, func() []byte { return n1.shardCall(ctx, 1, args(cmdSuffrage, "n1")) })
+	if err != nil || string(r) != "$0\r\n\r\n" {
+		t.Fatalf("n1's call to shard 1's leader: %q, %v; want n1 named in no configuration", r, err)
+	}
+}
+
 // shardStatsOf is h's metrics per replica as "shard:keys", in order.
 func shardStatsOf(h *Host) []string {
 	var out []string
