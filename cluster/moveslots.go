@@ -433,6 +433,13 @@ func (h *Host) shardCall(ctx context.Context, id uint32, args [][]byte) []byte {
 		}
 		return command.Error("ERR no shard " + strconv.FormatUint(uint64(id), 10))
 	}
+	sent := args
+	if id == 0 {
+		// callShard sends shard 0's calls bare, as a single group's node
+		// takes them; a process's front end takes the drivers' calls
+		// (slot steps, member changes) inside raftset.shard only.
+		sent = append([][]byte{[]byte(cmdShard), []byte("0")}, args...)
+	}
 	for _, mem := range sh.Members {
 		addr := h.clientAddr(mem)
 		if addr == "" || mem == h.self {
@@ -442,7 +449,7 @@ func (h *Host) shardCall(ctx context.Context, id uint32, args [][]byte) []byte {
 		if tryAgain != nil {
 			cctx, cancel = context.WithTimeout(ctx, passOverCall)
 		}
-		o := h.call(cctx, &h.movePool, addr, id, args)
+		o := h.call(cctx, &h.movePool, addr, id, sent)
 		cancel()
 		switch {
 		case o.kind == refused && bytes.HasPrefix(o.reply, []byte("-TRYAGAIN")):
