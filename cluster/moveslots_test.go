@@ -297,6 +297,10 @@ func TestReplicatedMapWinsOnRestart(t *testing.T) {
 	}
 	h := start("0:0-8191:n1 1:8192-16383:n1", nil)
 	testutil.WaitFor(t, 20*time.Second, "the map to be bootstrapped", func() bool { return h.Map().Epoch == 1 })
+	// The map's group can lead before the shards' (1 s timers).
+	if err := h.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
 	k := keyIn(t, "r", 0, 99)
 	if r, _ := h.WriteIndexed(ctx, []command.Op{cmd("sadd", k, "a")}); string(r[0]) != ":1\r\n" {
 		t.Fatalf("SADD = %q", r[0])
