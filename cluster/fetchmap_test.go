@@ -39,7 +39,9 @@ func TestFetchMapPassesASilentVoter(t *testing.T) {
 		hosts[i], stops[i] = restartableHost(t, cfg, m)
 	}
 	n2, n4 := hosts[1], hosts[3]
-	testutil.WaitFor(t, 30*time.Second, "n4 to learn the map", func() bool { return n4.Map().Epoch >= 1 })
+	// Every host, not n4 alone: n2's epoch below is the one n4 must pass,
+	// and a voter adopts the map on its own refresh.
+	waitHostMaps(t, hosts, "every host to learn the map", func(m *ShardMap) bool { return m.Epoch >= 1 })
 
 	n1Addr := hosts[0].cfg.ClientAddr
 	stops[0]()
@@ -72,7 +74,10 @@ func TestFetchMapPassesASilentVoter(t *testing.T) {
 	if r := adminRetry(t, n2, "raft.shard", "removereplica", "1", "n3"); r != "+OK\r\n" {
 		t.Fatalf("RAFT.SHARD REMOVEREPLICA 1 n3 = %q", r)
 	}
-	testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("n4 to learn epoch %d past the silent n1", want), func() bool {
+	// A bound, not a timing: each refresh n4 runs may spend a second on
+	// the silent n1 in fetchMap and another asking shard 0's members
+	// (n1 first) for their leader; stuck on n1, n4 never learnt it.
+	testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("n4 to learn epoch %d past the silent n1", want), func() bool {
 		return n4.Map().Epoch >= want
 	})
 }

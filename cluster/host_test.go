@@ -84,7 +84,12 @@ func hostConfig(t *testing.T, id, dir, raftAddr string, peers []Peer) Config {
 	cfg.RaftBind = raftAddr
 	cfg.Peers = peers
 	cfg.ClientAddr = "client-" + id + ":6379" // published, never dialled here
-	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
+	// Twice production's timers, as the several-moves tests found: with
+	// 200/200/100 ms, a shard left with two voters by REMOVEREPLICA lost
+	// its leader whenever a heartbeat took more than the 100 ms lease
+	// (-race at load 15: 104-148 ms) and held none for 30 s, the driver's
+	// limit (TestMoveReplica).
+	patientTimers(&cfg)
 	return cfg
 }
 

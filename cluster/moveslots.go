@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,9 @@ const (
 	stepRetry = 30 * time.Second
 	// exportBytes is the size of an import batch.
 	exportBytes = 256 << 10
+	// passOverCall bounds a call to another member of a shard after the
+	// replica here, or a member before it, answered -TRYAGAIN (shardCall).
+	passOverCall = 5 * time.Second
 	// copyWorkers is how many slots a move copies at once.
 	copyWorkers = 16
 	// mapStepTries bounds how often a move's map step is tried again after
@@ -404,25 +408,58 @@ func (h *Host) retry(ctx context.Context, f func() []byte) ([]byte, error) {
 }
 
 // shardCall runs an internal call on shard id: on the replica here, else
-// on the first member process that answers.
+// on the first member process that runs it. A replica that answers
+// -TRYAGAIN (it knows no leader) may be one the group removed while the
+// map still names it (REMOVEREPLICA of this node whose reply was lost
+// with its leader, then retried): it never learns a leader again, so the
+// other members are asked then, each for at most passOverCall (one that
+// does not answer must not hold the step longer than its retry would
+// wait), and a process answering -TRYAGAIN for its replica is passed over
+// the same way. Asked alone, such a replica held the driver on -TRYAGAIN
+// until stepRetry ran out.
 func (h *Host) shardCall(ctx context.Context, id uint32, args [][]byte) []byte {
+	var tryAgain []byte
 	if n, ok := h.held.Load().nodes[id]; ok {
-		return n.Internal(ctx, args)
+		r := n.Internal(ctx, args)
+		if !bytes.HasPrefix(r, []byte("-TRYAGAIN")) {
+			return r
+		}
+		tryAgain = r
 	}
 	sh, ok := h.Map().Shard(id)
 	if !ok {
+		if tryAgain != nil {
+			return tryAgain
+		}
 		return command.Error("ERR no shard " + strconv.FormatUint(uint64(id), 10))
+	}
+	sent := args
+	if id == 0 {
+		// callShard sends shard 0's calls bare, as a single group's node
+		// takes them; a process's front end takes the drivers' calls
+		// (slot steps, member changes) inside raftset.shard only.
+		sent = append([][]byte{[]byte(cmdShard), []byte("0")}, args...)
 	}
 	for _, mem := range sh.Members {
 		addr := h.clientAddr(mem)
-		if addr == "" {
+		if addr == "" || mem == h.self {
 			continue
 		}
-		o := h.call(ctx, &h.movePool, addr, id, args)
-		switch o.kind {
-		case applied, refused:
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if tryAgain != nil {
+			cctx, cancel = context.WithTimeout(ctx, passOverCall)
+		}
+		o := h.call(cctx, &h.movePool, addr, id, sent)
+		cancel()
+		switch {
+		case o.kind == refused && bytes.HasPrefix(o.reply, []byte("-TRYAGAIN")):
+			tryAgain = o.reply // not run there: another member may run it
+		case o.kind == applied, o.kind == refused:
 			return o.reply
 		}
+	}
+	if tryAgain != nil {
+		return tryAgain
 	}
 	return command.Error("TRYAGAIN no member of shard " + strconv.FormatUint(uint64(id), 10) + " answered")
 }

@@ -17,9 +17,11 @@ import (
 // a slot's shard through any host.
 const fourShards = "0:0-4095:n1,n2,n3 1:4096-8191:n1,n2,n3 2:8192-12287:n1,n2,n3 3:12288-16383:n1,n2,n3"
 
-// patientTimers: five groups on three hosts, under the race detector on a
-// loaded machine, hold elections all the time with the 200 ms timers of
-// hostConfig.
+// patientTimers are twice production's Raft timers, every host test's
+// (hostConfig): five groups on three hosts, under the race detector on a
+// loaded machine, held elections all the time with 200 ms timers, and a
+// group of two voters lost its leader at every heartbeat slower than a
+// 100 ms lease.
 func patientTimers(cfg *Config) {
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 }

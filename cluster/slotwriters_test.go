@@ -120,17 +120,6 @@ func (ws *slotWriters) waitInRange(t *testing.T, n int64) {
 	testutil.WaitFor(t, 30*time.Second, "writes to the range to be acknowledged", func() bool { return ws.inRange.Load() >= from+n })
 }
 
-// total is the number of acknowledged writes.
-func (ws *slotWriters) total() int {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	n := 0
-	for _, m := range ws.acked {
-		n += len(m)
-	}
-	return n
-}
-
 // stopAndCheck stops the writers, then checks on every host that every
 // acknowledged member is in its set and nothing else but indeterminate
 // ones, and that each key's slot has keys in exactly the shard owner
