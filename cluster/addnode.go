@@ -40,7 +40,7 @@ func (h *Host) addNode(ctx context.Context, a [][]byte, relayed bool) []byte {
 		return command.Error("ERR ADDNODE: " + err.Error())
 	}
 	args := [][]byte{[]byte(cmdAddNode), a[0], a[1], a[2]}
-	return h.relayToMeta(ctx, "ADDNODE", args, relayed, func() []byte {
+	return h.relayToMeta(ctx, "ADDNODE", runAgain, args, relayed, func() []byte {
 		h.moveMu.Lock()
 		defer h.moveMu.Unlock()
 		if err := h.driveAddNode(ctx, id, NodeRecord{Client: client, Raft: raftAddr}); err != nil {

@@ -102,8 +102,12 @@ type Host struct {
 	movePool pool // calls that may take as long as a move
 	// moveFault, set by tests only, fails the driver before a step.
 	moveFault atomic.Pointer[func(step string, mv SlotMove) error]
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// beforeMapCAS, set by tests only, runs between a map step's read and
+	// its compare-and-set (mapStep): where another driver's change can
+	// land and make the compare-and-set fail.
+	beforeMapCAS atomic.Pointer[func(step string)]
+	stop         chan struct{}
+	wg           sync.WaitGroup
 }
 
 // remoteLeader is a shard's leader as one of its members knows it.

@@ -30,11 +30,11 @@ func (h *Host) Admin(ctx context.Context, args [][]byte) []byte {
 		case "abort":
 			return h.abortCmd(ctx, args)
 		case "addshard":
-			members, bad := addShardArgs(args[2:])
+			req, bad := addShardArgs(args[2:])
 			if bad != nil {
 				return bad
 			}
-			return h.addShard(ctx, members, false)
+			return h.addShard(ctx, req, false)
 		case "addreplica", "removereplica":
 			return h.replicaCmd(ctx, args)
 		case "addnode":
@@ -200,13 +200,25 @@ func (h *Host) moveSlotsCmd(ctx context.Context, args [][]byte) []byte {
 // moveSlotsArgs parses <first> <last> <to-shard>; relayed: sent by a
 // metadata voter, so never relayed again.
 func (h *Host) moveSlotsArgs(ctx context.Context, args [][]byte, relayed bool) []byte {
-	first, ok1 := strictint.Parse(args[0])
-	last, ok2 := strictint.Parse(args[1])
+	first, last, ok := parseSlotRange(args[0], args[1])
 	to, err := strconv.ParseUint(string(args[2]), 10, 32)
-	if !ok1 || !ok2 || err != nil || first < 0 || last >= slot.Count || first > last {
+	if !ok || err != nil {
 		return command.Error("ERR MOVESLOTS wants <first> <last> <to-shard>, slots 0-16383, first <= last")
 	}
-	return h.moveSlots(ctx, int(first), int(last), uint32(to), relayed)
+	return h.moveSlots(ctx, first, last, uint32(to), relayed)
+}
+
+// parseSlotRange reads a command's <first> <last> slot range: integers as
+// Redis reads them (strictint: "+5", " 5" and "05" are not), slots
+// 0-16383, first <= last. MOVESLOTS and ABORT both read theirs with it,
+// so that a range one takes the other takes too.
+func parseSlotRange(first, last []byte) (int, int, bool) {
+	f, ok1 := strictint.Parse(first)
+	l, ok2 := strictint.Parse(last)
+	if !ok1 || !ok2 || f < 0 || l >= slot.Count || f > l {
+		return 0, 0, false
+	}
+	return int(f), int(l), true
 }
 
 // metaInternal runs another process's call for the metadata group.
@@ -223,19 +235,8 @@ func (h *Host) metaInternal(ctx context.Context, args [][]byte) []byte {
 		return h.moveSlotsArgs(ctx, args[1:4], len(args) == 5)
 	case cmdAbortMove:
 		return h.abortInternal(ctx, args)
-	case cmdAddShard:
-		if len(args) != 2 && len(args) != 3 {
-			return command.Error(command.ErrArity(cmdAddShard))
-		}
-		var members [][]byte
-		for _, m := range strings.Split(string(args[1]), ",") {
-			members = append(members, []byte(m))
-		}
-		ids, bad := addShardArgs(members)
-		if bad != nil {
-			return bad
-		}
-		return h.addShard(ctx, ids, len(args) == 3)
+	case cmdAddShard, cmdAddShardID:
+		return h.addShardInternal(ctx, args)
 	case cmdAddReplica, cmdRemoveReplica:
 		if len(args) != 3 && len(args) != 4 {
 			return command.Error(command.ErrArity(string(args[0])))

@@ -37,11 +37,20 @@ const (
 	transferWait = 15 * time.Second
 )
 
+// runAgain is relayToMeta's advice, when the outcome of a relayed command
+// is unknown, for a command whose repeat completes it and does nothing
+// twice: it finds what the first run did and answers as that run would
+// have (+OK, the same shard id), resumes a move, or plans anew.
+const runAgain = "run it again to complete it"
+
 // relayToMeta runs a metadata-leader command here when this process's
 // metadata voter leads (run), else sends args to the metadata leader's
 // process: one hop from a voter (marked relayed, so never relayed again),
-// two from a process outside the group. what names it in errors.
-func (h *Host) relayToMeta(ctx context.Context, what string, args [][]byte, relayed bool, run func() []byte) []byte {
+// two from a process outside the group. what names it in errors; again
+// tells the client what to do when the connection to the metadata leader
+// failed mid-call (runAgain, or what to check first where a repeat is not
+// harmless or answers differently), since the command may have run.
+func (h *Host) relayToMeta(ctx context.Context, what, again string, args [][]byte, relayed bool, run func() []byte) []byte {
 	meta := h.MetaNode()
 	if meta != nil && meta.IsLeader() {
 		return run()
@@ -68,7 +77,7 @@ func (h *Host) relayToMeta(ctx context.Context, what string, args [][]byte, rela
 		case applied, refused:
 			return o.reply
 		case outcomeUnknown, garbled:
-			return command.Error("CLUSTERDOWN " + what + ": the connection to the metadata leader failed; run it again to complete it")
+			return command.Error("CLUSTERDOWN " + what + ": the connection to the metadata leader failed; " + again)
 		}
 	}
 	return command.Error("TRYAGAIN " + what + " was not run: no reachable metadata leader, retry")
@@ -81,7 +90,7 @@ func (h *Host) balanceLeaders(ctx context.Context, dry, relayed bool) []byte {
 		mode = "dry-run"
 	}
 	args := [][]byte{[]byte(cmdBalanceLeaders), []byte(mode)}
-	return h.relayToMeta(ctx, "BALANCE-LEADERS", args, relayed, func() []byte {
+	return h.relayToMeta(ctx, "BALANCE-LEADERS", runAgain, args, relayed, func() []byte {
 		h.balanceMu.Lock()
 		defer h.balanceMu.Unlock()
 		moves, err := h.driveBalance(ctx, dry, 0)

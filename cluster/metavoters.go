@@ -171,8 +171,14 @@ func (h *Host) metaArgs(ctx context.Context, add bool, node []byte, relayed bool
 	if err := CheckNodeID(string(node)); err != nil {
 		return command.Error("ERR " + what + ": " + err.Error())
 	}
+	// A repeat of a change that was made is refused (node a voter
+	// already, or not one), which is why the advice says what that means.
+	again := runAgain + ": an answer that node " + string(node) + " is not a voter of the metadata group means it was removed"
+	if add {
+		again = runAgain + ": an answer that node " + string(node) + " is a voter of the metadata group already means it was added"
+	}
 	args := [][]byte{[]byte(name), node}
-	return h.relayToMeta(ctx, what, args, relayed, func() []byte {
+	return h.relayToMeta(ctx, what, again, args, relayed, func() []byte {
 		h.moveMu.Lock()
 		var err error
 		if add {

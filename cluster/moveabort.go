@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"raftset/internal/command"
@@ -30,7 +29,7 @@ var errFlipped = errors.New("flipped")
 // move to abort, nil for the only move in progress.
 func (h *Host) abortMove(ctx context.Context, rng []string, relayed bool) []byte {
 	args := append([][]byte{[]byte(cmdAbortMove)}, bytesOf(rng)...)
-	return h.relayToMeta(ctx, "ABORT", args, relayed, func() []byte { return h.driveAbort(ctx, rng) })
+	return h.relayToMeta(ctx, "ABORT", runAgain, args, relayed, func() []byte { return h.driveAbort(ctx, rng) })
 }
 
 func bytesOf(s []string) [][]byte {
@@ -85,10 +84,9 @@ func whichMove(cur *ShardMap, rng []string) (*SlotMove, error) {
 		return nil, whichMoveError(fmt.Sprintf("%d moves are in progress (%s): name one: RAFT.SHARD ABORT <first> <last> (%s)",
 			len(cur.Moves), movesList(cur.Moves), strings.Join(ranges, ", ")))
 	}
-	first, err1 := strconv.Atoi(rng[0])
-	last, err2 := strconv.Atoi(rng[1])
-	if err1 != nil || err2 != nil || first < 0 || last >= slot.Count || first > last {
-		return nil, whichMoveError(fmt.Sprintf("%s %s is not a slot range (slots are 0-%d)", rng[0], rng[1], slot.Count-1))
+	first, last, err := abortRange(rng)
+	if err != nil {
+		return nil, err
 	}
 	if p := cur.moveOfRange(first, last); p != nil {
 		return p, nil
@@ -205,9 +203,25 @@ func (h *Host) abortCmd(ctx context.Context, args [][]byte) []byte {
 	case 2:
 		return h.abortMove(ctx, nil, false)
 	case 4:
-		return h.abortMove(ctx, []string{string(args[2]), string(args[3])}, false)
+		rng := []string{string(args[2]), string(args[3])}
+		// Refused here, as MOVESLOTS refuses its range, rather than by
+		// the metadata leader.
+		if _, _, err := abortRange(rng); err != nil {
+			return command.Error("ERR ABORT: " + err.Error())
+		}
+		return h.abortMove(ctx, rng, false)
 	}
 	return command.Error(command.ErrArity("raft.shard|abort"))
+}
+
+// abortRange reads ABORT's <first> <last> as MOVESLOTS reads its range
+// (parseSlotRange).
+func abortRange(rng []string) (int, int, error) {
+	first, last, ok := parseSlotRange([]byte(rng[0]), []byte(rng[1]))
+	if !ok {
+		return 0, 0, whichMoveError(fmt.Sprintf("%s %s is not a slot range (slots are 0-%d)", rng[0], rng[1], slot.Count-1))
+	}
+	return first, last, nil
 }
 
 // abortInternal is raftset.abortmove [<first> <last>] [relayed] from

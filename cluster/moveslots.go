@@ -59,7 +59,7 @@ var relayedArg = []byte("relayed")
 func (h *Host) moveSlots(ctx context.Context, first, last int, to uint32, relayed bool) []byte {
 	args := [][]byte{[]byte(cmdMoveSlots), []byte(strconv.Itoa(first)), []byte(strconv.Itoa(last)),
 		[]byte(strconv.FormatUint(uint64(to), 10))}
-	return h.relayToMeta(ctx, "MOVESLOTS", args, relayed, func() []byte { return h.driveMove(ctx, first, last, to) })
+	return h.relayToMeta(ctx, "MOVESLOTS", runAgain, args, relayed, func() []byte { return h.driveMove(ctx, first, last, to) })
 }
 
 // driveMove moves slots first..last to shard to, or completes the move of
@@ -139,6 +139,9 @@ func (h *Host) mapStep(ctx context.Context, what string, change func(cur *ShardM
 		}
 		if next, err = change(cur); err != nil || next == nil {
 			return cur, err
+		}
+		if f := h.beforeMapCAS.Load(); f != nil {
+			(*f)(what)
 		}
 		if err = h.metaCAS(ctx, cur, next); err == nil {
 			return next, nil

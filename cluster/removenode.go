@@ -51,7 +51,7 @@ func (h *Host) removeNode(ctx context.Context, id []byte, dry, relayed bool) []b
 	if dry {
 		args = append(args, []byte("dry-run"))
 	}
-	return h.relayToMeta(ctx, "REMOVENODE", args, relayed, func() []byte {
+	return h.relayToMeta(ctx, "REMOVENODE", runAgain, args, relayed, func() []byte {
 		h.moveMu.Lock()
 		var plan string
 		var err error

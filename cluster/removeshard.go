@@ -53,7 +53,7 @@ func (h *Host) removeShard(ctx context.Context, shard, mode []byte, relayed bool
 	}
 	dry := string(mode) == "dry-run"
 	args := [][]byte{[]byte(cmdRemoveShard), shard, mode}
-	return h.relayToMeta(ctx, "REMOVESHARD", args, relayed, func() []byte {
+	return h.relayToMeta(ctx, "REMOVESHARD", runAgain, args, relayed, func() []byte {
 		h.moveMu.Lock()
 		defer h.moveMu.Unlock()
 		if err := h.driveRemoveShard(ctx, uint32(id), dry); err != nil {

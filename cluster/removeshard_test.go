@@ -262,6 +262,10 @@ func TestRemoveShard(t *testing.T) {
 	if r := adminRetry(t, n2, "raft.shard", "addshard", "n1", "n2", "n3"); r != ":3\r\n" {
 		t.Fatalf("RAFT.SHARD ADDSHARD n1 n2 n3 = %q, want :3", r)
 	}
+	want := "-ERR ADDSHARD: shard 2 was removed (RAFT.SHARD REMOVESHARD), and an id is never given again\r\n"
+	if r := adminRetry(t, n2, "raft.shard", "addshard", "id", "2", "n1", "n2", "n3"); r != want {
+		t.Errorf("RAFT.SHARD ADDSHARD ID 2 n1 n2 n3 = %q, want %q", r, want)
+	}
 	for _, h := range hosts[:3] {
 		testutil.WaitFor(t, 10*time.Second, h.self+" to run shard 3", func() bool { _, ok := h.Node(3); return ok })
 	}

@@ -67,8 +67,15 @@ func (h *Host) replicaArgs(ctx context.Context, add bool, shard, node []byte, re
 	if err := CheckNodeID(string(node)); err != nil {
 		return command.Error("ERR " + what + ": " + err.Error())
 	}
+	// A repeat of an ADDREPLICA that recorded the node completes it
+	// (driveAddReplica); one of a REMOVEREPLICA that removed it is refused,
+	// since the map keeps no trace of a removed replica.
+	again := runAgain
+	if !add {
+		again += ": an answer that node " + string(node) + " holds no replica of shard " + strconv.FormatUint(id, 10) + " means it was removed"
+	}
 	args := [][]byte{[]byte(name), shard, node}
-	return h.relayToMeta(ctx, what, args, relayed, func() []byte {
+	return h.relayToMeta(ctx, what, again, args, relayed, func() []byte {
 		h.moveMu.Lock()
 		defer h.moveMu.Unlock()
 		var err error
@@ -119,6 +126,12 @@ func (h *Host) driveAddReplica(ctx context.Context, id uint32, node string) erro
 		return fmt.Errorf("unknown node %q (not in peers, nor added by RAFT.SHARD ADDNODE)", node)
 	}
 	if slices.Contains(sh.Members, node) {
+		if cur.joins(id, node) {
+			// An ADDREPLICA recorded it (its added line): this is a
+			// repeat, after a lost reply or a wait for the voter that ran
+			// out, which waits for the voter as the first run did.
+			return h.waitSuffrage(ctx, id, node, "voter")
+		}
 		return fmt.Errorf("node %s already holds a replica of shard %d (two replicas of a shard on one node)", node, id)
 	}
 	// The group first: a map naming the node before the group knows it
@@ -292,8 +305,8 @@ func (h *Host) readMetaSettled(ctx context.Context) (*ShardMap, error) {
 func (h *Host) waitSuffrage(ctx context.Context, id uint32, node, suffrage string) error {
 	last, err := h.awaitSuffrage(ctx, func(args [][]byte) []byte { return h.shardCall(ctx, id, args) }, node, suffrage)
 	if errors.Is(err, errPollLimit) {
-		return fmt.Errorf("%s is not a %s of shard %d after %s (last answer %q); the map names it, run ADDREPLICA's check again with RAFT.SHARD %d RAFT.INFO",
-			node, suffrage, id, promoteWait, last, id)
+		return fmt.Errorf("%s is not a %s of shard %d after %s (last answer %q); the map names it, run ADDREPLICA again to wait for it",
+			node, suffrage, id, promoteWait, last)
 	}
 	return err
 }

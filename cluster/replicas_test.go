@@ -46,6 +46,13 @@ func TestMoveReplica(t *testing.T) {
 	if r := adminRetry(t, n4, "raft.shard", "addreplica", "1", "n1"); r != "+OK\r\n" {
 		t.Fatalf("RAFT.SHARD ADDREPLICA 1 n1 = %q", r)
 	}
+	// Again, as a client that lost the reply sends it: the map's added
+	// line shows the first run recorded n1, and the repeat answers as it
+	// did, changing nothing (the epoch below counts the move's two
+	// changes).
+	if r := adminRetry(t, n4, "raft.shard", "addreplica", "1", "n1"); r != "+OK\r\n" {
+		t.Errorf("RAFT.SHARD ADDREPLICA 1 n1 again = %q", r)
+	}
 	testutil.WaitFor(t, 10*time.Second, "n1 to run a replica of shard 1", func() bool { _, ok := n1.Node(1); return ok })
 	rep, _ := n1.Node(1)
 	// ADDREPLICA answered once the leader's configuration made n1 a voter;

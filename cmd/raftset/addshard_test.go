@@ -14,9 +14,10 @@ import (
 )
 
 // TestShardedAddShard: three processes holding two shards (as `raftset
-// cluster create` lays them out); `raftset cluster add-shard n3 n1 n2`
-// adds shard 2, which every process starts (dir/shards/2) and which
-// elects a leader before the command answers; `raftset cluster rebalance`
+// cluster create` lays them out); `raftset cluster add-shard --id 2 n3
+// n1 n2` adds shard 2, which every process starts (dir/shards/2) and which
+// elects a leader before the command answers, and run again (as after a
+// lost reply) answers the same and adds nothing; `raftset cluster rebalance`
 // then gives it a third of the slots. Every key written before is still
 // there with its members, once (DBSIZE), keys written afterwards reach
 // the new shard, a process restarted with the directive (which lacks
@@ -53,9 +54,14 @@ func TestShardedAddShard(t *testing.T) {
 		}
 	}
 	var out, errOut strings.Builder
-	if code := run([]string{"cluster", "add-shard", "--addr", nodes[1].addr, "--timeout", "2m", "n3", "n1", "n2"}, &out, &errOut); code != 0 ||
-		out.String() != "added shard 2 on n3,n1,n2\n" {
-		t.Fatalf("add-shard: exit %d, %q %s", code, out.String(), errOut.String())
+	// Twice, as after a lost reply: with --id the repeat adds nothing
+	// (rebalance below evens the slots over three shards).
+	for _, addr := range []string{nodes[1].addr, nodes[2].addr} {
+		out.Reset()
+		if code := run([]string{"cluster", "add-shard", "--id", "2", "--addr", addr, "--timeout", "2m", "n3", "n1", "n2"}, &out, &errOut); code != 0 ||
+			out.String() != "added shard 2 on n3,n1,n2\n" {
+			t.Fatalf("add-shard --id 2 through %s: exit %d, %q %s", addr, code, out.String(), errOut.String())
+		}
 	}
 	for _, cp := range nodes {
 		if _, err := os.Stat(filepath.Join(cp.dir, "shards", "2")); err != nil {

@@ -24,7 +24,7 @@ const clusterUsage = `usage: raftset cluster create --shards S --replicas R [--o
        raftset cluster move-slots [--addr host:port] [--password P] [--timeout 10m] FIRST LAST SHARD [FIRST LAST SHARD ...]
        raftset cluster move-slots --abort [--addr host:port] [--password P] [--timeout 10m] [FIRST LAST]
        raftset cluster rebalance [--leaders | --replicas] [--dry-run] [--parallel N] [--addr host:port] [--password P] [--timeout 10m]
-       raftset cluster add-shard [--addr host:port] [--password P] [--timeout 10m] NODE-ID ...
+       raftset cluster add-shard [--id N] [--addr host:port] [--password P] [--timeout 10m] NODE-ID ...
        raftset cluster remove-shard [--dry-run] [--addr host:port] [--password P] [--timeout 10m] ID
        raftset cluster add-node [--addr host:port] [--password P] [--timeout 10m] ID@HOST:PORT[,RAFTHOST:RAFTPORT]
        raftset cluster remove-node [--dry-run] [--addr host:port] [--password P] [--timeout 10m] ID
@@ -78,7 +78,11 @@ add-shard adds a shard that owns no slot, with the nodes named (ids of
 running nodes, in peers) as its replicas, the first its preferred leader:
 RAFT.SHARD ADDSHARD, run by the metadata group's leader. Its members start
 it when they see the new map; it answers once the shard has a leader.
-Then rebalance gives it its share of the slots.
+Then rebalance gives it its share of the slots. With --id N (the next
+shard id: one past the highest in RAFT.SHARD MAP and its removed-shard
+lines) it is safe to run again after a lost reply: a repeat finds shard N
+with the same nodes and adds nothing. Without it, a CLUSTERDOWN reply means
+it may have added the shard: look in the map before running it again.
 
 remove-shard removes a shard that owns no slot any more (move-slots or
 rebalance moved them off) from the map: RAFT.SHARD REMOVESHARD, run by the
@@ -326,6 +330,7 @@ func (ac *adminConn) callRetrying(args ...string) (respwire.Reply, error) {
 
 func runAddShard(args []string, stdout, stderr io.Writer) int {
 	fs, af := newClusterFlags("add-shard", stderr)
+	id := fs.String("id", "", "the id the new shard gets (the next one), which makes a repeat add nothing")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -333,9 +338,13 @@ func runAddShard(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, clusterUsage)
 		return 2
 	}
+	cmd := []string{"RAFT.SHARD", "ADDSHARD"}
+	if *id != "" {
+		cmd = append(cmd, "ID", *id)
+	}
 	return runAdmin("add-shard", af, stdout, stderr, func(r respwire.Reply) string {
 		return fmt.Sprintf("added shard %s on %s", r.Str, strings.Join(fs.Args(), ","))
-	}, append([]string{"RAFT.SHARD", "ADDSHARD"}, fs.Args()...)...)
+	}, append(cmd, fs.Args()...)...)
 }
 
 func runAddNode(args []string, stdout, stderr io.Writer) int {
