@@ -84,6 +84,21 @@ func hostBehindLostLeader(t *testing.T) (*Host, chan []string) {
 	return h, relayed
 }
 
+// expectRelayed checks that what reached lostMetaLeader is want. The
+// leader records a call before it drops the connection, and the sender
+// answers only once the connection failed, so the call is there already.
+func expectRelayed(t *testing.T, relayed chan []string, what, want string) {
+	t.Helper()
+	select {
+	case call := <-relayed:
+		if got := strings.Join(call, " "); got != want {
+			t.Errorf("%s relayed %q, want %q", what, got, want)
+		}
+	default:
+		t.Errorf("%s reached no metadata leader", what)
+	}
+}
+
 // TestRelayedCommandOutcomeUnknown sends every command relayed to the
 // metadata leader's process from a process outside the metadata group
 // whose connection to that leader fails mid-call: each answers
@@ -120,14 +135,7 @@ func TestRelayedCommandOutcomeUnknown(t *testing.T) {
 		if want := "-CLUSTERDOWN " + tc.want + "\r\n"; r != want {
 			t.Errorf("RAFT.SHARD %s = %q, want %q", tc.cmd, r, want)
 		}
-		select {
-		case call := <-relayed:
-			if got := strings.Join(call, " "); got != tc.sent {
-				t.Errorf("RAFT.SHARD %s relayed %q, want %q", tc.cmd, got, tc.sent)
-			}
-		default:
-			t.Errorf("RAFT.SHARD %s reached no metadata leader", tc.cmd)
-		}
+		expectRelayed(t, relayed, "RAFT.SHARD "+tc.cmd, tc.sent)
 	}
 }
 
@@ -182,14 +190,7 @@ func TestSlotRangeArgs(t *testing.T) {
 				t.Errorf("%q = %q, want it relayed (-CLUSTERDOWN from the lost leader)", c.cmd, r)
 				continue
 			}
-			select {
-			case call := <-relayed:
-				if got := strings.Join(call, " "); got != c.relayedAs {
-					t.Errorf("%q relayed %q, want %q", c.cmd, got, c.relayedAs)
-				}
-			default:
-				t.Errorf("%q reached no metadata leader", c.cmd)
-			}
+			expectRelayed(t, relayed, strings.Join(c.cmd, " "), c.relayedAs)
 		}
 	}
 }
