@@ -111,8 +111,11 @@ type result struct {
 	TTLGone   int               `json:"ttl_reads_gone,omitempty"`  // ... that found it gone after a SET with a TTL
 	// TTLExactClocks: the TTL verdict had the checker assumed exact clocks
 	// (only with clock offsets): Illegal shows the offset in the history.
-	TTLExactClocks string       `json:"ttl_result_with_exact_clocks,omitempty"`
-	Leaders        *leaderTerms `json:"leaders_per_term,omitempty"`
+	TTLExactClocks string `json:"ttl_result_with_exact_clocks,omitempty"`
+	// TTLCulprits: when the TTL check is Illegal, each illegal key's
+	// minimal illegal sub-history (CI keeps only the log and this file).
+	TTLCulprits *check.TTLCulprits `json:"ttl_culprits,omitempty"`
+	Leaders     *leaderTerms       `json:"leaders_per_term,omitempty"`
 	// Redirected: client ops that followed a -MOVED (sharded runs);
 	// LinKeysPerShard: the per-key workload's keys by the shard owning
 	// their slot.
@@ -510,6 +513,9 @@ func runScenario(t *testing.T, sc scenario) result {
 		}
 		res.TTL = &lr
 		verdicts = verdicts && lr.Result == string(porcupine.Ok)
+		if lr.Result == string(porcupine.Illegal) {
+			res.TTLCulprits = check.FindTTLCulprits(ttlOps, res.TTLBounds, check.CulpritLimit)
+		}
 		if len(offsets) > 0 {
 			exact, err := check.TTL(ttlOps, check.BoundsFor(), "", sc.CheckLimit)
 			if err != nil {
@@ -521,6 +527,9 @@ func runScenario(t *testing.T, sc scenario) result {
 	res.Valid = len(res.Errors) == 0 && len(res.LogProblems) == 0 && verdicts
 	writeJSON(t, filepath.Join(dir, "result.json"), res)
 	t.Logf("%s", summary(res))
+	if res.TTLCulprits != nil {
+		t.Logf("%s", strings.Join(res.TTLCulprits.Lines(), "\n"))
+	}
 	return res
 }
 
@@ -624,7 +633,8 @@ func assertValid(t *testing.T, sc scenario, res result) {
 		t.Errorf("CAS registers: porcupine %s (see %s)", res.CAS.Result, res.CAS.Visualization)
 	}
 	if res.TTL != nil && res.TTL.Result != string(porcupine.Ok) {
-		t.Errorf("TTL keys: porcupine %s (see %s)", res.TTL.Result, res.TTL.Visualization)
+		t.Errorf("TTL keys: porcupine %s (see %s; an Illegal key's minimal illegal sub-history is logged above and in result.json's ttl_culprits)",
+			res.TTL.Result, res.TTL.Visualization)
 	}
 	if len(sc.Faults) > 0 && res.FaultsInjected == 0 {
 		t.Errorf("no fault injected")

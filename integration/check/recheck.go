@@ -26,8 +26,11 @@ type Report struct {
 	// their SetResult), when the history has a backup.
 	Restored map[string]RestoredSetResult `json:"set_restored,omitempty"`
 	Bounds   *ClockBounds                 `json:"ttl_clock_bounds,omitempty"`
-	Problems []string                     `json:"problems"`
-	Valid    bool                         `json:"valid"`
+	// TTLCulprits: the illegal TTL keys' minimal illegal sub-histories
+	// (when the TTL check is Illegal).
+	TTLCulprits *TTLCulprits `json:"ttl_culprits,omitempty"`
+	Problems    []string     `json:"problems"`
+	Valid       bool         `json:"valid"`
 }
 
 // Recheck re-reads dir/history.jsonl and runs every checker that applies,
@@ -146,6 +149,9 @@ func Recheck(dir string, timeout time.Duration, opts ...RecheckOption) (Report, 
 		rep.TTL = &r
 		if r.Result != string(porcupine.Ok) {
 			problem("TTL keys: porcupine %s (%s)", r.Result, r.Visualization)
+		}
+		if r.Result == string(porcupine.Illegal) {
+			rep.TTLCulprits = FindTTLCulprits(ttl, b, CulpritLimit)
 		}
 	}
 	if rep.Lin == nil && rep.Sets == nil && rep.Queues == nil && rep.TTL == nil && rep.CAS == nil {

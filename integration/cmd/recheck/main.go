@@ -7,7 +7,9 @@
 // checks against the final reads recorded in the history), prints the
 // report as JSON and writes porcupine's visualisation next to the history
 // (recheck-linearizability.html, recheck-ttl.html) for a history that is
-// not linearizable. -clock-offset replaces the clock offsets recorded in
+// not linearizable; for an Illegal TTL history it also prints each
+// illegal key's minimal illegal sub-history (check.FindTTLCulprits) to
+// stderr, and the report holds it as ttl_culprits. -clock-offset replaces the clock offsets recorded in
 // the history for the TTL check (to see what a tighter model would say).
 // A history with a backup restored into it (keys cas: too) is checked with
 // the restore point; -ignore-restore checks it as if there were none.
@@ -64,6 +66,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !rep.Valid {
 		for _, p := range rep.Problems {
 			fmt.Fprintf(stderr, "recheck: %s\n", p)
+		}
+		if rep.TTLCulprits != nil {
+			for _, l := range rep.TTLCulprits.Lines() {
+				fmt.Fprintf(stderr, "recheck: %s\n", l)
+			}
 		}
 		return 1
 	}

@@ -102,12 +102,24 @@ func TestRecheckUsage(t *testing.T) {
 // the whole run's): a node took over with the cluster's time ~300 ms
 // ahead, and PTTL answered 98 on n1 751 ms after SET ... PX 1162
 // (docs/jepsen.md, findings). The history is Illegal, and exactly because
-// of that PTTL: without it the key checks Ok.
+// of that PTTL: without it the key checks Ok. recheck names the SET and
+// that PTTL as the key's minimal illegal sub-history.
 func TestRecheckClockStep(t *testing.T) {
 	dir := fixture(t, "ttl-clock-step")
 	code, rep, stderr := recheck(t, dir)
 	if code != 1 || rep.TTL == nil || rep.TTL.Result != "Illegal" || rep.TTL.Keys != 1 || !strings.Contains(stderr, "TTL keys") {
 		t.Fatalf("exit %d, %s: %+v", code, stderr, rep.TTL)
+	}
+	// The report and stderr name the culprit: the SET and that PTTL.
+	if c := rep.TTLCulprits; c == nil || len(c.Keys) != 1 || len(c.Keys[0].Ops) != 2 || !c.Keys[0].Minimal ||
+		c.Keys[0].Ops[0].Op != "SET ttl:1:1 w3-116 PX 1162 -> OK" || c.Keys[0].Ops[1].Op != "PTTL ttl:1:1 -> 98" {
+		t.Fatalf("culprits %+v", c)
+	}
+	for _, s := range []string{"recheck: TTL check Illegal", "recheck:   key ttl:1:1: minimal illegal sub-history, 2 of its 180 ops",
+		"SET ttl:1:1 w3-116 PX 1162 -> OK", "15.7249–15.7512 s", "PTTL ttl:1:1 -> 98", "15.9300–16.4763 s"} {
+		if !strings.Contains(stderr, s) {
+			t.Errorf("no %q in stderr:\n%s", s, stderr)
+		}
 	}
 	path := filepath.Join(dir, "history.jsonl")
 	b, err := os.ReadFile(path)
@@ -127,7 +139,7 @@ func TestRecheckClockStep(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(kept, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, rep, stderr = recheck(t, dir); code != 0 || rep.TTL.Result != "Ok" {
-		t.Fatalf("without the PTTL: exit %d, %s: %+v", code, stderr, rep.TTL)
+	if code, rep, stderr = recheck(t, dir); code != 0 || rep.TTL.Result != "Ok" || rep.TTLCulprits != nil {
+		t.Fatalf("without the PTTL: exit %d, %s: %+v, %+v", code, stderr, rep.TTL, rep.TTLCulprits)
 	}
 }
