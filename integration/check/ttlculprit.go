@@ -54,9 +54,11 @@ type TTLCulprits struct {
 type TTLCulprit struct {
 	Key    string `json:"key"`
 	KeyOps int    `json:"key_ops"` // the key's ops in the checked history
-	// Minimal: no single op of Ops can be dropped with the history
-	// staying Illegal; false when the search stopped early (Ops is then
-	// illegal but may hold more than the culprit).
+	// Minimal: the search ran to its end: no read of Ops can be dropped
+	// with the history staying Illegal, nor a write under the rule above
+	// (which keeps, say, the write an answered EXPIRE read from when a
+	// later read needs that EXPIRE). False when the search stopped early:
+	// Ops is then Illegal but may hold more than the culprit.
 	Minimal bool        `json:"minimal"`
 	Ops     []CulpritOp `json:"ops"`
 }
