@@ -153,6 +153,14 @@ type nemesis struct {
 	setSlots []int
 	// moveFirings counts move-slots faults fired.
 	moveFirings int
+	// keeper, when set, keeps cluster time slewing (keepSlewing) between
+	// the nemesis' steps, and transfer faults go to the node whose clock
+	// is farthest from cluster time; lastChange is when the nemesis last
+	// changed the cluster (a sample from before says nothing of it);
+	// keepRetry is when the keeper may try again after a refused transfer.
+	keeper     *slewWatch
+	lastChange time.Time
+	keepRetry  time.Time
 }
 
 // moveSlotsArgs is the command a move-slots fault sends: a range of up to
@@ -431,17 +439,19 @@ func (nm *nemesis) inject(f fault, target string) (string, func() error, error) 
 		}
 		return target + ": " + desc, func() error { return nil }, nil
 	case "transfer":
-		var to []string
-		for _, id := range cl.Nodes() {
-			if id != target && cl.Running(id) && !cl.Paused(id) {
-				to = append(to, id)
-			}
-		}
+		to := nm.transferTargets(target)
 		if len(to) == 0 {
 			return target, nil, errors.New("no other running node to transfer to")
 		}
-		next := to[f.Pick%uint64(len(to))]
-		return target + " -> " + next, func() error { return nil }, adminCommand(cl.Addr(target), "RAFT.TRANSFER", next)
+		next, desc := to[f.Pick%uint64(len(to))], ""
+		if nm.keeper != nil {
+			// Across clocks: to a node whose clock is cluster time the
+			// transfer would stop the slew instead of starting one.
+			if far, skew := nm.keeper.farthest(to); far != "" {
+				next, desc = far, fmt.Sprintf(" (its clock %v from cluster time)", skew)
+			}
+		}
+		return target + " -> " + next + desc, func() error { return nil }, adminCommand(cl.Addr(target), "RAFT.TRANSFER", next)
 	case "partition":
 		p, err := buildPartition(f.Net, cl.Nodes(), target, f.Pick)
 		if err != nil {
@@ -555,11 +565,23 @@ func (nm *nemesis) inject(f fault, target string) (string, func() error, error) 
 // in the history; it heals whatever it broke before returning.
 func (nm *nemesis) run(ctx context.Context, sched []fault) nemesisStats {
 	sleep := func(d time.Duration) bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(d):
-			return true
+		deadline := time.Now().Add(d)
+		for {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return true
+			}
+			if nm.keeper != nil {
+				left = min(left, slewSamplePeriod)
+			}
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(left):
+			}
+			if nm.keeper != nil && time.Until(deadline) > 0 {
+				nm.keepSlewing()
+			}
 		}
 	}
 	for _, f := range sched {
@@ -572,6 +594,7 @@ func (nm *nemesis) run(ctx context.Context, sched []fault) nemesisStats {
 			continue
 		}
 		desc, heal, err := nm.inject(f, target)
+		nm.lastChange = time.Now()
 		nm.rec.nemesis("start-"+f.Kind, fmt.Sprintf("%s (%s) hold %v err=%v", desc, f.Target, f.Hold, err))
 		if err != nil {
 			nm.logf("nemesis %s %s: %v", f.Kind, target, err)
@@ -582,6 +605,7 @@ func (nm *nemesis) run(ctx context.Context, sched []fault) nemesisStats {
 		nm.stats.Injected++
 		sleep(f.Hold) // heal even when ctx is done
 		err = heal()
+		nm.lastChange = time.Now()
 		nm.rec.nemesis("stop-"+f.Kind, fmt.Sprintf("%s err=%v", target, err))
 		if err != nil {
 			nm.logf("nemesis heal %s %s: %v", f.Kind, target, err)

@@ -59,6 +59,13 @@ type scenario struct {
 	// MinSnapshotInstalls: the run fails unless a node restarted by the
 	// snapshot-catchup fault logged that many snapshot installs.
 	MinSnapshotInstalls int `json:"min_snapshot_installs,omitempty"`
+	// KeepSlewing: with clock offsets, the nemesis moves leadership off a
+	// node whose clock is cluster time (slew_test.go), and transfers go to
+	// the node whose clock is farthest from it. MinSlewing: the run fails
+	// unless cluster time slewed that long (the offsets show in a TTL
+	// history only meanwhile).
+	KeepSlewing bool          `json:"keep_slewing,omitempty"`
+	MinSlewing  time.Duration `json:"min_slewing_ns,omitempty"`
 }
 
 // clusterChecks are the checks that look at the cluster rather than at a
@@ -116,6 +123,9 @@ type result struct {
 	// minimal illegal sub-history (CI keeps only the log and this file).
 	TTLCulprits *check.TTLCulprits `json:"ttl_culprits,omitempty"`
 	Leaders     *leaderTerms       `json:"leaders_per_term,omitempty"`
+	// Slew: how long cluster time slewed during the run (with clock
+	// offsets).
+	Slew *slewStats `json:"slew,omitempty"`
 	// Redirected: client ops that followed a -MOVED (sharded runs);
 	// LinKeysPerShard: the per-key workload's keys by the shard owning
 	// their slot.
@@ -320,6 +330,14 @@ func runScenario(t *testing.T, sc scenario) result {
 	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
+	var slew *slewWatch
+	var slewDone sync.WaitGroup
+	slewCtx, stopSlew := context.WithCancel(context.Background())
+	defer stopSlew()
+	if len(offsets) > 0 {
+		slew = newSlewWatch(cl, sc.ClockOffsets)
+		slewDone.Go(func() { slew.run(slewCtx) })
+	}
 	var leaders *leaderWatch
 	waitWatch := func() {}
 	if sc.Checks.LeaderPerTerm {
@@ -357,6 +375,9 @@ func runScenario(t *testing.T, sc scenario) result {
 	}
 	wg.Go(func() {
 		nm := &nemesis{cl: cl, rec: rec, logf: t.Logf, shards: sc.Shards}
+		if sc.KeepSlewing && slew != nil {
+			nm.keeper = slew
+		}
 		if sc.Shards > 1 {
 			for _, k := range sc.Set.Keys {
 				nm.setSlots = append(nm.setSlots, keySlot(k))
@@ -366,6 +387,16 @@ func runScenario(t *testing.T, sc scenario) result {
 		res.FaultsInjected = res.Nemesis.Injected
 	})
 	wg.Wait()
+	// The slew counts over the workloads' time, not the healing's.
+	stopSlew()
+	slewDone.Wait()
+	if slew != nil {
+		st := slew.result()
+		res.Slew = &st
+		if st.Slewing < sc.MinSlewing {
+			fail("cluster time slewed for %v, want at least %v: %v", st.Slewing, sc.MinSlewing, st)
+		}
+	}
 
 	// Heal, then the final reads and the checks.
 	rec.nemesis("heal", "heal the network, resume and restart all")
@@ -594,6 +625,9 @@ func summary(res result) string {
 	if l := res.TTL; l != nil {
 		parts = append(parts, fmt.Sprintf("TTL %+v (bounds %+v, %d alive / %d gone reads; with exact clocks %q)",
 			*l, res.TTLBounds, res.TTLAlive, res.TTLGone, res.TTLExactClocks))
+	}
+	if s := res.Slew; s != nil {
+		parts = append(parts, s.String())
 	}
 	if l := res.Leaders; l != nil {
 		parts = append(parts, fmt.Sprintf("%d terms with a leader, %d conflicts", l.Terms, len(l.Conflicts)))
