@@ -386,12 +386,7 @@ func (nm *nemesis) resolve(f fault) string {
 		return nm.cl.Leader(3 * time.Second)
 	case "follower":
 		l := nm.cl.Leader(3 * time.Second)
-		var fs []string
-		for _, id := range nm.cl.Nodes() {
-			if id != l && nm.cl.Running(id) && !nm.cl.Paused(id) {
-				fs = append(fs, id)
-			}
-		}
+		fs := nm.liveOthers(l)
 		if l == "" || len(fs) == 0 {
 			return ""
 		}
@@ -439,7 +434,7 @@ func (nm *nemesis) inject(f fault, target string) (string, func() error, error) 
 		}
 		return target + ": " + desc, func() error { return nil }, nil
 	case "transfer":
-		to := nm.transferTargets(target)
+		to := nm.liveOthers(target)
 		if len(to) == 0 {
 			return target, nil, errors.New("no other running node to transfer to")
 		}

@@ -220,7 +220,7 @@ func (nm *nemesis) keepSlewing() {
 		!nm.cl.Running(s.Leader) || nm.cl.Paused(s.Leader) {
 		return
 	}
-	to, skew := w.farthest(nm.transferTargets(s.Leader))
+	to, skew := w.farthest(nm.liveOthers(s.Leader))
 	if to == "" || skew < keepMinSkew {
 		return
 	}
@@ -241,11 +241,12 @@ func (nm *nemesis) keepSlewing() {
 	w.stats.KeeperTransfers++
 }
 
-// transferTargets: the running, unpaused nodes other than leader.
-func (nm *nemesis) transferTargets(leader string) []string {
+// liveOthers: the running, unpaused nodes other than node (a fault's
+// follower targets, a transfer's).
+func (nm *nemesis) liveOthers(node string) []string {
 	var to []string
 	for _, id := range nm.cl.Nodes() {
-		if id != leader && nm.cl.Running(id) && !nm.cl.Paused(id) {
+		if id != node && nm.cl.Running(id) && !nm.cl.Paused(id) {
 			to = append(to, id)
 		}
 	}

@@ -166,39 +166,25 @@ func without(h []porcupine.Operation, i int) []porcupine.Operation {
 func (cs *culpritSearch) minimise(h []porcupine.Operation) ([]porcupine.Operation, error) {
 	for changed := true; changed; {
 		changed = false
-		for i := 0; i < len(h); i++ {
-			if !isTTLRead(h[i]) {
-				continue
-			}
-			try := without(h, i)
-			illegal, err := cs.check(try)
-			if err != nil {
-				return h, err
-			}
-			if illegal {
-				h, changed = try, true
-				i--
-			}
-		}
-		for i := 0; i < len(h); i++ {
-			if isTTLRead(h[i]) {
-				continue
-			}
-			try := without(h, i)
-			illegal, err := cs.check(try)
-			if err != nil {
-				return h, err
-			}
-			if !illegal {
-				continue
-			}
-			kept, err := cs.keepsSources(h, try)
-			if err != nil {
-				return h, err
-			}
-			if kept {
-				h, changed = try, true
-				i--
+		// Reads first (dropping one only removes a constraint), then
+		// writes under the rule above.
+		for _, reads := range []bool{true, false} {
+			for i := 0; i < len(h); i++ {
+				if isTTLRead(h[i]) != reads {
+					continue
+				}
+				try := without(h, i)
+				drop, err := cs.check(try)
+				if err == nil && drop && !reads {
+					drop, err = cs.keepsSources(h, try)
+				}
+				if err != nil {
+					return h, err
+				}
+				if drop {
+					h, changed = try, true
+					i--
+				}
 			}
 		}
 	}
@@ -222,8 +208,11 @@ func (cs *culpritSearch) keepsSources(h, try []porcupine.Operation) (bool, error
 			}
 		}
 		before, err := cs.sourced(o, h)
-		if err != nil || !before {
-			return !before, err
+		if err != nil {
+			return false, err
+		}
+		if !before {
+			continue // no write explained it: nothing to keep
 		}
 		after, err := cs.sourced(o, try)
 		if err != nil || !after {
