@@ -179,10 +179,27 @@ func (c *clusterClock) slow(el time.Duration) int64 { return int64(el) - int64(e
 // observe tells the clock the state machine's time (the newest entry time
 // applied, Unix ms) after an apply or a restore.
 func (c *clusterClock) observe(entryMs int64) {
-	if entryMs <= 0 {
-		return
+	if entryMs > 0 {
+		c.observeNs(entryMs * int64(time.Millisecond))
 	}
-	e := entryMs * int64(time.Millisecond)
+}
+
+// handOver tells the clock a leader's reading (ns), taken as it begins to
+// hand leadership to this node (raftset.clock, sent before a transfer):
+// cluster time is at least that, as if an entry stamped then had just been
+// applied. Without it a transfer's target takes over counting from the
+// last entry it applied: a target that applied it late (catching up after
+// a restart), or a transfer that lasted (the leader stamps nothing while
+// one runs, yet keeps serving reads), starts that far behind the readings
+// the deposed leader handed out, which never go back (docs/jepsen.md,
+// findings: clock-ahead seed 776824595).
+func (c *clusterClock) handOver(t int64) {
+	if t > 0 {
+		c.observeNs(t)
+	}
+}
+
+func (c *clusterClock) observeNs(e int64) {
 	m := c.mono()
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -533,3 +533,61 @@ func TestClusterClockRestoreOnAFirstLeaderKeepsItsTime(t *testing.T) {
 		t.Fatalf("after restoring a backup an hour old, the leader reads %d, %d ms before its previous reading", got, start+1000-got)
 	}
 }
+
+// The Jepsen row that found it (clock-ahead seed 776824595): a leader
+// hands leadership to a node that applied its last entries late (it was
+// restarted two seconds before and still catching up). While a transfer
+// runs, the leader stamps nothing (hashicorp/raft refuses new entries) but
+// still serves reads; the target takes over counting from the last entry
+// it applied, so without the leader's reading handed over it starts as far
+// behind the deposed leader's readings as the transfer lasted, and on the
+// deposed leader (readings never go back) a fresh TTL looked 300 ms short.
+func TestClusterClockTransferToALaggingNode(t *testing.T) {
+	for _, handOver := range []bool{false, true} {
+		t.Run(map[bool]string{false: "without the hand-over", true: "with the hand-over"}[handOver], func(t *testing.T) {
+			ft := &fakeTime{}
+			old, next := ft.node(0), ft.node(time.Second)
+			const lag = 400 * time.Millisecond // next applies each entry this late
+			type entry struct {
+				at   time.Duration
+				time int64
+			}
+			var queue []entry
+			applyDue := func() {
+				for len(queue) > 0 && queue[0].at+lag <= ft.t {
+					next.observe(queue[0].time)
+					next.now(false) // a read
+					queue = queue[1:]
+				}
+			}
+			for ft.t < 2500*time.Millisecond { // old leads
+				ft.t += 10 * time.Millisecond
+				e := old.now(true)
+				old.observe(e)
+				queue = append(queue, entry{ft.t, e})
+				applyDue()
+			}
+			if handOver { // the transfer starts: the leader's reading goes to its target
+				next.handOver(old.read(true))
+			}
+			var oldLast int64
+			for ft.t < 2900*time.Millisecond { // the target catches up; old serves reads
+				ft.t += 10 * time.Millisecond
+				oldLast = old.now(true)
+				applyDue()
+			}
+			ft.t += 5 * time.Millisecond
+			stamp := next.now(true) // SET PX 565 on the new leader
+			ft.t += 30 * time.Millisecond
+			view := old.now(false) // PTTL on the deposed leader
+			ahead := view - (stamp + 30)
+			switch {
+			case handOver && ahead > 5:
+				t.Errorf("the deposed leader reads %d ms ahead of the new leader's stamp + 30 ms (its last leader reading %d, the stamp %d)",
+					ahead, oldLast, stamp)
+			case !handOver && ahead < 300:
+				t.Errorf("without the hand-over the deposed leader reads only %d ms ahead: the replay no longer shows the failure", ahead)
+			}
+		})
+	}
+}

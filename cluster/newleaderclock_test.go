@@ -150,3 +150,58 @@ func TestNewLeaderTakesTheClusterTimeFromTheLog(t *testing.T) {
 		}
 	}
 }
+
+// A leadership transfer does not set cluster time back. The target applied
+// the leader's last entry a second after it was stamped (a replica catching
+// up), so it counts from a time a second old (its floor, the entry before
+// advanced at 0.95 of real speed, is 50 ms behind); the leader
+// hands its reading over before the transfer (raftset.clock), and the new
+// leader's first reading is no earlier than the old leader's last. In the
+// Jepsen row that found it (clock-ahead seed 776824595) the deposed leader,
+// whose readings never go back, saw a fresh TTL 300 ms short.
+func TestTransferDoesNotSetClusterTimeBack(t *testing.T) {
+	held := map[string]*heldFSM{}
+	var mu sync.Mutex
+	c := &servedCluster{t: t, wrap: func(id string, f *fsm.FSM) stateMachine {
+		h := &heldFSM{FSM: f, open: make(chan struct{})}
+		close(h.open)
+		mu.Lock()
+		held[id] = h
+		mu.Unlock()
+		return h
+	}}
+	c.startVoters(3, nil)
+	l := c.leader()
+	c.published()
+	target := c.followers(l)[0]
+	if r := write1(t, l.node, "set", "k0", "v"); r != "+OK\r\n" {
+		t.Fatalf("SET k0 = %q", r)
+	}
+	c.converged(l)
+	mu.Lock()
+	h := held[target.id]
+	mu.Unlock()
+	h.hold()
+	if r := write1(t, l.node, "set", "k1", "v", "px", "100000"); r != "+OK\r\n" {
+		h.release()
+		t.Fatalf("SET k1 = %q", r)
+	}
+	stamped := l.node.ClusterTime()
+	testutil.WaitFor(t, 10*time.Second, target.id+" to store the entry", func() bool {
+		return target.node.raft.LastIndex() >= l.node.raft.LastIndex()
+	})
+	testutil.WaitFor(t, 10*time.Second, "the leader's clock to pass the stamp by a second", func() bool {
+		return l.node.ClusterTime().Sub(stamped) >= time.Second
+	})
+	h.release()
+	c.converged(l)
+	before := l.node.ClusterTime()
+	if r := string(l.node.Admin(context.Background(), args("raft.transfer", target.id))); r != "+OK\r\n" {
+		t.Fatalf("RAFT.TRANSFER %s = %q", target.id, r)
+	}
+	testutil.WaitFor(t, 10*time.Second, target.id+" to lead", target.node.IsLeader)
+	if after := target.node.ClusterTime(); after.Before(before) {
+		t.Errorf("cluster time went back %v across the transfer: the new leader reads %v, the old one read %v before it",
+			before.Sub(after), after.UnixMilli(), before.UnixMilli())
+	}
+}

@@ -34,6 +34,8 @@ const (
 	// cmdLeader asks a replica for the leader it knows: how a process learns
 	// the leaders of shards it holds no replica of (host.go).
 	cmdLeader = "raftset.leader"
+	// cmdClock hands the leader's cluster time to a transfer's target.
+	cmdClock = "raftset.clock"
 )
 
 // forwardWithIndex asks the leader to append its applied index to the
@@ -114,6 +116,26 @@ func parsePromote(args [][]byte) (promoteReq, []byte) {
 type onLeaderReq struct{ cmd [][]byte }
 
 func (r onLeaderReq) args() [][]byte { return append([][]byte{[]byte(cmdOnLeader)}, r.cmd...) }
+
+// clockReq is raftset.clock <unix-ns>: the leader's cluster time as it
+// begins a leadership transfer; the receiver, which may lead next, counts
+// on from no less (clock.go, handOver). It answers +OK.
+type clockReq struct{ t int64 }
+
+func (r clockReq) args() [][]byte {
+	return [][]byte{[]byte(cmdClock), strconv.AppendInt(nil, r.t, 10)}
+}
+
+func parseClock(args [][]byte) (clockReq, []byte) {
+	if len(args) != 2 {
+		return clockReq{}, command.Error(command.ErrArity(cmdClock))
+	}
+	t, err := strconv.ParseInt(string(args[1]), 10, 64)
+	if err != nil || t <= 0 {
+		return clockReq{}, command.Error(command.ErrNotInteger)
+	}
+	return clockReq{t: t}, nil
+}
 
 // raftset.readindex and raftset.applied take no arguments and answer an
 // integer: the index to wait for before a linearizable read (read.go), and

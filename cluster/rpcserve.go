@@ -29,6 +29,13 @@ func (n *Node) Internal(ctx context.Context, args [][]byte) []byte {
 		return n.serveReadIndex(ctx)
 	case cmdApplied:
 		return n.serveApplied()
+	case cmdClock:
+		req, bad := parseClock(args)
+		if bad != nil {
+			return bad
+		}
+		n.clock.handOver(req.t)
+		return command.OK
 	case cmdFormats:
 		return n.serveFormats()
 	case CmdNode, cmdPromote:

@@ -504,6 +504,7 @@ func Commands() Table {
 		spec("raftset.shard", -3, Admin|NoMulti|Internal, 0, 0, 0, "server", "1.0.0", "Internal: another call, for one shard's replica on a process that hosts several."),
 		spec("raftset.leader", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: the Raft leader this replica knows (id, client address, term)."),
 		spec("raftset.applied", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: this node's applied index (WAIT)."),
+		spec("raftset.clock", 2, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: the leader's cluster time, handed to a leadership transfer's target."),
 		spec("raftset.formats", 1, Admin|NoMulti|Internal|fast, 0, 0, 0, "server", "1.0.0", "Internal: the highest log-entry format this node reads (rolling upgrades)."),
 	}
 	t := make(Table, len(list))

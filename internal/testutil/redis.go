@@ -2,11 +2,13 @@ package testutil
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,26 +31,49 @@ func RequireTool(t testing.TB, name, pkg string) string {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-// It never returns a port twice in one test binary: the kernel may hand
-// out a just-closed port again, and a test that asks for a node's client
-// and Raft ports before starting any would then give two listeners one
-// port (seen in CI: "bind: address already in use").
+// It never returns a port twice in one test binary (two listeners asked
+// for before either binds would share one), and it draws from below the
+// kernel's ephemeral range: a port the kernel handed out for ":0" was
+// closed again before the caller bound it, and meanwhile another listener
+// on ":0" or an outgoing connection's local port could take it (seen in
+// CI: "NewHost n3: listen on 127.0.0.1:40143: bind: address already in
+// use"). Below that range only other callers of FreePort compete, and
+// test binaries that run in parallel draw at random.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	lo, hi := unassignedPorts()
+	for range 10_000 {
+		port := lo + rand.IntN(hi-lo)
+		if portsGiven[port] {
+			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // in use
+		}
 		l.Close()
-		if !portsGiven[port] {
-			portsGiven[port] = true
-			return port
+		portsGiven[port] = true
+		return port
+	}
+	t.Fatalf("no free port in %d–%d", lo, hi-1)
+	return 0
+}
+
+// unassignedPorts is the range of ports [lo, hi) FreePort draws from: up
+// to the start of the kernel's ephemeral range (Linux's
+// ip_local_port_range; 32768 where it cannot be read), from 10000.
+func unassignedPorts() (lo, hi int) {
+	hi = 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 12_000 {
+				hi = v
+			}
 		}
 	}
+	return 10_000, hi
 }
 
 var (

@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"encoding/json"
+	"net"
+	"strconv"
 	"testing"
 )
 
@@ -50,4 +52,33 @@ func TestLoggerQuietAfterTheTest(t *testing.T) {
 		l.Info("during")
 	})
 	l.Info("after") // must neither panic nor reach a finished test
+}
+
+// FreePort's ports are distinct, bindable, and outside the kernel's
+// ephemeral range, where a ":0" listener or an outgoing connection could
+// take one before the caller binds it.
+func TestFreePortOutsideTheEphemeralRange(t *testing.T) {
+	lo, hi := unassignedPorts()
+	seen := map[int]bool{}
+	for range 200 {
+		p := FreePort(t)
+		if p < lo || p >= hi || seen[p] {
+			t.Fatalf("FreePort = %d: want a new port in [%d, %d)", p, lo, hi)
+		}
+		seen[p] = true
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if p := l.Addr().(*net.TCPAddr).Port; p >= lo && p < hi {
+		t.Errorf("the kernel handed out port %d for \":0\", inside FreePort's range [%d, %d)", p, lo, hi)
+	}
+	p := FreePort(t)
+	l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		t.Fatalf("FreePort's port %d: %v", p, err)
+	}
+	l2.Close()
 }
