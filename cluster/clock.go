@@ -193,11 +193,7 @@ func (c *clusterClock) observe(entryMs int64) {
 // one runs, yet keeps serving reads), starts that far behind the readings
 // the deposed leader handed out, which never go back (docs/jepsen.md,
 // findings: clock-ahead seed 776824595).
-func (c *clusterClock) handOver(t int64) {
-	if t > 0 {
-		c.observeNs(t)
-	}
-}
+func (c *clusterClock) handOver(t int64) { c.observeNs(t) }
 
 func (c *clusterClock) observeNs(e int64) {
 	m := c.mono()

@@ -204,14 +204,14 @@ func (n *Node) leaderCommand(ctx context.Context, args [][]byte) []byte {
 		var fut raft.Future
 		switch len(args) {
 		case 1:
-			n.handClockOver(ctx, n.otherVoters())
+			n.handClockOver(ctx, n.otherServers())
 			fut = n.raft.LeadershipTransfer()
 		case 2:
 			s, ok := n.server(string(args[1]))
 			if !ok {
 				return command.Error("ERR no member with id " + string(args[1]))
 			}
-			n.handClockOver(ctx, []raft.ServerID{s.ID})
+			n.handClockOver(ctx, []raft.Server{s})
 			fut = n.raft.LeadershipTransferToServer(s.ID, s.Address)
 		default:
 			return command.Error(command.ErrArity(name))

@@ -204,22 +204,6 @@ func (n *Node) soleVoter() bool {
 	return voters == 1 && self
 }
 
-// otherVoters lists the voters of Raft's latest configuration but this
-// node.
-func (n *Node) otherVoters() []raft.ServerID {
-	f := n.raft.GetConfiguration()
-	if f.Error() != nil {
-		return nil
-	}
-	var ids []raft.ServerID
-	for _, s := range f.Configuration().Servers {
-		if s.Suffrage == raft.Voter && string(s.ID) != n.cfg.NodeID {
-			ids = append(ids, s.ID)
-		}
-	}
-	return ids
-}
-
 // waitApplied is step 5: wait until the state machine applied target.
 func (n *Node) waitApplied(ctx context.Context, target uint64) []byte {
 	if n.fsm.AppliedIndex() >= target {

@@ -102,25 +102,26 @@ func (n *Node) askApplied(ctx context.Context, addr string) (uint64, error) {
 	return 0, o.err
 }
 
-// handClockOver sends this leader's cluster time to the members a
-// transfer may hand leadership to, before it starts (clock.go, handOver),
-// and waits for their answers. Best effort: a target that did not hear it
-// (unreachable, or of an earlier release, which answers an unknown
-// command) takes over from the entries it applied, as before.
-func (n *Node) handClockOver(ctx context.Context, targets []raft.ServerID) {
+// handClockOver sends this leader's cluster time to the voters among
+// members (those a transfer may hand leadership to; this node is skipped),
+// before the transfer starts (clock.go, handOver), and waits for their
+// answers. Best effort: a target that did not hear it (unreachable, or of
+// an earlier release, which answers an unknown command) takes over from
+// the entries it applied, as before.
+func (n *Node) handClockOver(ctx context.Context, members []raft.Server) {
 	if !n.leading() {
 		return // the transfer fails too
 	}
 	args := clockReq{t: n.clock.read(true)}.args()
 	var wg sync.WaitGroup
-	for _, id := range targets {
-		addr := n.fsm.ClientAddr(string(id))
-		if addr == "" {
+	for _, s := range members {
+		addr := n.fsm.ClientAddr(string(s.ID))
+		if s.Suffrage != raft.Voter || string(s.ID) == n.cfg.NodeID || addr == "" {
 			continue
 		}
 		wg.Go(func() {
 			if o := n.call(ctx, &n.queries, addr, args); o.kind != applied || !bytes.Equal(o.reply, command.OK) {
-				n.log.Debug("handing the cluster time over failed", "to", id, "outcome", o.kind, "reply", string(o.reply), "error", o.err)
+				n.log.Debug("handing the cluster time over failed", "to", s.ID, "outcome", o.kind, "reply", string(o.reply), "error", o.err)
 			}
 		})
 	}
