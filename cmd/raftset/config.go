@@ -539,7 +539,8 @@ func sections() []section {
 				doc: "How long one eviction pass of the leader may run (10: 25 ms, scaled linearly; 100: until under the bound)."},
 			intDirective("gc-percent", func(c *Config) *int { return &c.GCPercent }, 1).is("50",
 				"The Go collector's target, as `GOGC` (which wins when set): the heap may grow this many percent past "+
-					"what survived the last collection before the next one starts. Lower: a lower memory peak while "+
+					"what survived the last collection before the next one starts, and with `gc-follow-live yes` at least "+
+					"64 MiB (the target in force is raised for a live heap under 128 MiB at 50). Lower: a lower memory peak while "+
 					"writes pour in, for more CPU per write (docs/benchmarks.md, issue 14). This node only; CONFIG "+
 					"SET changes it."),
 			oneOf("gc-follow-live", func(c *Config) *string { return &c.GCFollowLive }, "yes", "no").is("yes",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"runtime/debug"
 
 	"raftset/internal/memlimit"
 )
@@ -11,6 +10,8 @@ import (
 // unless GOGC is set in the environment: the runtime has applied that one
 // already, and an operator's explicit GOGC wins, as GOMEMLIMIT wins over the
 // limit derived from maxmemory. It reports whether it changed anything.
+// While the limit follows the live heap (gc-follow-live), the runtime's
+// target is raised for a small heap (memlimit.Percent).
 //
 // Why raftset chooses its own default rather than Go's 100: while writes
 // pour in, the heap peaks at about (1 + GOGC/100) × what survives a
@@ -21,7 +22,7 @@ func applyGCPercent(p int) bool {
 	if os.Getenv("GOGC") != "" {
 		return false
 	}
-	debug.SetGCPercent(p)
+	memlimit.SetPercent(p)
 	return true
 }
 

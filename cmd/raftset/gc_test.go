@@ -23,7 +23,7 @@ func gcPercent() string {
 // GOGC is set (an operator's explicit GOGC wins), CONFIG GET answers the
 // target in force, and CONFIG SET changes it.
 func TestGCPercent(t *testing.T) {
-	t.Cleanup(func() { debug.SetGCPercent(100) }) // the test binary's own, as it started (go test sets no GOGC)
+	t.Cleanup(func() { memlimit.SetPercent(100) }) // the test binary's own, as it started (go test sets no GOGC)
 	t.Setenv("GOGC", "")
 	def, err := LoadConfig(nil)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"raftset/cluster"
 	"raftset/fsm"
+	"raftset/internal/memlimit"
 	"raftset/internal/metrics"
 	"raftset/internal/setenc"
 	"raftset/resp"
@@ -366,7 +366,7 @@ func (n *node) registerConfig() {
 		if err != nil || p < 1 {
 			return errors.New("argument must be an integer ≥ 1")
 		}
-		debug.SetGCPercent(p)
+		memlimit.SetPercent(p)
 		n.cfg.GCPercent = p
 		return nil
 	})

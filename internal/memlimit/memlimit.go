@@ -17,6 +17,15 @@
 // on a loaded machine a snapshot at the end of the seed's load lasted 4-6 s,
 // several collections, each finding its copies live.
 //
+// A small heap gets a floor of room instead: gc-percent of a heap of a few
+// tens of MB is a few MB, which a write load allocates in milliseconds, and
+// each collection has a cost that does not shrink with the heap (stopping
+// the world, scanning stacks, sweeping, waking the mark workers). While it
+// follows, the package raises the runtime's target (GOGC) for a live heap
+// under minGrowth×100/gc-percent, so that the heap may grow at least
+// minGrowth past it (Percent); gc-percent (SetPercent) governs larger heaps
+// as it did.
+//
 // The limit is process-wide (as the runtime's is): one Follow per process.
 // A bound an operator or maxmemory sets (SetCeiling) caps it.
 package memlimit
@@ -43,11 +52,33 @@ const window = 4
 // pace meanwhile, not back to back.
 const minHeadroom = 0.25
 
-// minLimit is the lowest limit set: below it a limit saves nothing worth
-// a collection, and a starting node whose live heap is a few MB would
-// collect back to back (200 collections in its first 3 s, before a write,
-// when the limit followed heaps of 1-2 MB).
-const minLimit = 64 << 20
+// minGrowth is the least room the heap gets past its live heap while the
+// limit follows it, whatever gc-percent, and so the lowest limit set (a
+// starting node whose live heap is a few MB collected back to back when the
+// limit followed heaps of 1-2 MB: 200 collections in its first 3 s, before
+// a write). 64 MiB: under it gc-percent 50
+// collected a node with a 30-50 MB dataset several times a second under
+// writes and spent 6-10% of its CPU on it (docs/benchmarks.md, "A floor
+// under the collector's headroom"). It changes nothing for a live heap of
+// 128 MiB and more at gc-percent 50, such as the seed's at the memory peak.
+const minGrowth = 64 << 20
+
+// Percent is the runtime target that gives a live heap at least minGrowth
+// of room: percent, or more for a heap under minGrowth×100/percent.
+func Percent(live uint64, percent int) int {
+	if percent <= 0 || live == 0 {
+		return percent
+	}
+	need := (uint64(minGrowth)*100 + live - 1) / live
+	if need <= uint64(percent) {
+		return percent
+	}
+	return int(min(need, maxPercent))
+}
+
+// maxPercent bounds Percent for a heap of a few KB; the limit (at least
+// minGrowth) decides there anyway.
+const maxPercent = 1 << 20
 
 // Sample is what one collection left: the live heap it marked and the
 // memory in use around the objects (fragmentation inside spans, stacks,
@@ -59,8 +90,8 @@ type Sample struct {
 
 // Limit is the soft limit after the collections in recent (oldest first,
 // at least one): the smallest live heap among them with gc-percent's
-// headroom, plus the largest overhead among them; at least the newest live
-// heap with minHeadroom of that headroom, and at least minLimit.
+// headroom, or minGrowth when that is more, plus the largest overhead among
+// them; at least the newest live heap with minHeadroom of that headroom.
 func Limit(recent []Sample, percent int) int64 {
 	if len(recent) == 0 || percent < 0 {
 		return math.MaxInt64
@@ -72,9 +103,9 @@ func Limit(recent []Sample, percent int) int64 {
 	}
 	live := recent[len(recent)-1].Live
 	head := float64(percent) / 100
-	l := float64(minLive)*(1+head) + float64(over)
+	l := float64(minLive) + max(float64(minLive)*head, minGrowth) + float64(over)
 	floor := float64(live)*(1+head*minHeadroom) + float64(over)
-	l = max(l, floor, minLimit)
+	l = max(l, floor)
 	if l >= math.MaxInt64 {
 		return math.MaxInt64
 	}
@@ -160,6 +191,9 @@ func newFollower() *follower { return &follower{ceiling: math.MaxInt64, limit: m
 type follower struct {
 	mu      sync.Mutex
 	on      bool
+	percent int    // gc-percent as set (SetPercent); 0: not set, the runtime's own (GOGC) stands
+	live    uint64 // the live heap of the last collection seen
+	gogc    int    // the runtime's target as the follower last set it
 	gen     uint64 // counts Follow calls, so a stopped follower's last sentinel does nothing
 	ceiling int64
 	recent  recentSamples
@@ -197,6 +231,23 @@ func Stop() {
 	f.on = false
 	f.limit = math.MaxInt64
 	debug.SetMemoryLimit(f.ceiling)
+	if f.percent > 0 {
+		f.gogc = f.percent
+		debug.SetGCPercent(f.percent)
+	}
+}
+
+// SetPercent sets gc-percent, the runtime's target (GOGC) from here on:
+// as it is, or raised for a small heap (Percent) while the limit follows.
+func SetPercent(p int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.percent = p
+	if f.on {
+		p = Percent(f.live, p)
+	}
+	f.gogc = p
+	debug.SetGCPercent(p)
 }
 
 // Following reports whether the limit follows the live heap.
@@ -236,6 +287,16 @@ func collected(gen uint64) {
 		return
 	}
 	s, percent := f.read()
+	f.live = s.Live
+	if f.percent > 0 {
+		// The runtime's target may be one Percent raised: the limit takes
+		// gc-percent's headroom.
+		percent = f.percent
+		if p := Percent(s.Live, f.percent); p != f.gogc {
+			f.gogc = p
+			debug.SetGCPercent(p)
+		}
+	}
 	f.limit = f.recent.add(s, takeTransient(), percent)
 	debug.SetMemoryLimit(min(f.ceiling, f.limit))
 	arm(gen)

@@ -17,22 +17,113 @@ func TestLimit(t *testing.T) {
 		percent int
 		want    int64
 	}{
-		{"one collection: the target plus the overhead", []Sample{{100 * mib, 10 * mib}}, 50, 160 * mib},
+		{"one collection: the target plus the overhead", []Sample{{200 * mib, 10 * mib}}, 50, 310 * mib},
+		{"under 128 MiB: minGrowth, not gc-percent", []Sample{{100 * mib, 10 * mib}}, 50, 174 * mib},
 		// A snapshot's copies raised the last collection's live heap: the
 		// target stays that of the smallest of the window.
-		{"a jump is not a new target", []Sample{{100 * mib, 10 * mib}, {104 * mib, 8 * mib}, {130 * mib, 12 * mib}}, 50,
-			100*mib + 50*mib + 12*mib},
+		{"a jump is not a new target", []Sample{{200 * mib, 10 * mib}, {204 * mib, 8 * mib}, {230 * mib, 12 * mib}}, 50,
+			200*mib + 100*mib + 12*mib},
 		// A jump past the smallest live heap's target: the floor keeps a
 		// quarter of the headroom over what is live now.
 		{"the floor over a large jump", []Sample{{100 * mib, 0}, {160 * mib, 0}}, 40, 160*mib + 16*mib},
 		{"gc-percent 100", []Sample{{64 * mib, 1 * mib}}, 100, 129 * mib},
-		{"a small heap: the lowest limit", []Sample{{8 * mib, 2 * mib}}, 50, 64 * mib},
+		{"a small heap: minGrowth of room", []Sample{{8 * mib, 2 * mib}}, 50, 8*mib + 64*mib + 2*mib},
+		{"the smallest of the window gets minGrowth", []Sample{{20 * mib, 0}, {30 * mib, 1 * mib}}, 50, 20*mib + 64*mib + 1*mib},
 		{"no collection yet", nil, 50, math.MaxInt64},
 		{"GOGC=off", []Sample{{64 * mib, 0}}, -1, math.MaxInt64},
 	} {
 		if got := Limit(c.recent, c.percent); got != c.want {
 			t.Errorf("%s: Limit = %d MiB (%d), want %d MiB (%d)", c.name, got/mib, got, c.want/mib, c.want)
 		}
+	}
+}
+
+func TestPercent(t *testing.T) {
+	for _, c := range []struct {
+		live    uint64
+		percent int
+		want    int
+	}{
+		{0, 50, 50},            // no collection yet
+		{256 * mib, 50, 50},    // gc-percent gives more than minGrowth
+		{128 * mib, 50, 50},    // exactly minGrowth
+		{96 * mib, 50, 67},     // 64/96, rounded up
+		{32 * mib, 50, 200},    // a 30 MB dataset: 64 MiB of room, not 16
+		{32 * mib, 300, 300},   // a target above the floor stands
+		{1 << 10, 50, 1 << 20}, // a few KB: bounded
+		{32 * mib, -1, -1},     // off stays off
+	} {
+		got := Percent(c.live, c.percent)
+		if got != c.want {
+			t.Errorf("Percent(%d, %d) = %d, want %d", c.live, c.percent, got, c.want)
+		}
+		if c.live < 1<<20 {
+			continue // no collection yet, or bounded
+		}
+		if c.percent > 0 && c.live*uint64(got)/100 < minGrowth {
+			t.Errorf("Percent(%d, %d) = %d leaves %d bytes of room, under minGrowth", c.live, c.percent, got, c.live*uint64(got)/100)
+		}
+	}
+}
+
+// gcTarget reads the runtime's target without changing it.
+func gcTarget() int {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// TestSetPercentFollowing: while the limit follows, the runtime's target is
+// gc-percent raised for a small live heap, gc-percent itself for a large
+// one, and gc-percent again once it stops.
+func TestSetPercentFollowing(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	saved, old := f, debug.SetGCPercent(100)
+	t.Cleanup(func() {
+		Stop()
+		f = saved
+		debug.SetGCPercent(old)
+		debug.SetMemoryLimit(math.MaxInt64)
+	})
+	f = newFollower()
+	SetPercent(50)
+	if got := gcTarget(); got != 50 {
+		t.Fatalf("SetPercent(50), not following: target %d", got)
+	}
+	if !Follow() {
+		t.Fatal("Follow did not start")
+	}
+	// A test binary's live heap is a few MB: raised well past 50.
+	waitTarget(t, "raised for a small heap", func(p int) bool { return p > 1000 })
+	const size = 256 * mib
+	ballast = make([]byte, size)
+	waitTarget(t, "gc-percent for a 256 MiB heap", func(p int) bool { return p == 50 })
+	ballast = nil
+	waitTarget(t, "raised again once the heap is small", func(p int) bool { return p > 1000 })
+	SetPercent(60)
+	if got := gcTarget(); got <= 1000 {
+		t.Errorf("SetPercent(60) while following a small heap: target %d, want it raised", got)
+	}
+	Stop()
+	if got := gcTarget(); got != 60 {
+		t.Errorf("after Stop: target %d, want gc-percent 60", got)
+	}
+}
+
+// waitTarget collects until the runtime's target satisfies ok.
+func waitTarget(t *testing.T, what string, ok func(int) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		p := gcTarget()
+		if ok(p) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("target %d: never %s", p, what)
+		}
+		time.Sleep(time.Millisecond) // let the finalizer goroutine run
 	}
 }
 
@@ -139,7 +230,7 @@ func TestTransientSamplesStayOutOfTheWindow(t *testing.T) {
 	for range window {
 		r.add(Sample{100 * mib, 10 * mib}, false, 50)
 	}
-	base := int64(100*mib + 50*mib + 10*mib)
+	base := int64(100*mib + minGrowth + 10*mib)
 	// A snapshot's copies: 30 MiB more live for a whole window and more.
 	for i := range window + 1 {
 		if got := r.add(Sample{130 * mib, 10 * mib}, true, 50); got != base {
@@ -177,7 +268,7 @@ func TestTransientSamplesStayOutOfTheWindow(t *testing.T) {
 	}
 	// An empty window takes the first sample, transient or not.
 	var first recentSamples
-	if got, want := first.add(Sample{100 * mib, 0}, true, 50), int64(150*mib); got != want || len(first.s) != 1 {
+	if got, want := first.add(Sample{100 * mib, 0}, true, 50), int64(100*mib+minGrowth); got != want || len(first.s) != 1 {
 		t.Errorf("first sample, transient: limit %d MiB, window %d samples; want %d MiB, 1", got/mib, len(first.s), want/mib)
 	}
 }
