@@ -95,20 +95,39 @@ func StartRedis(t testing.TB, extra ...string) *Redis {
 	t.Helper()
 	bin := RequireTool(t, "redis-server", "redis-server")
 	dir := t.TempDir()
+	var failures []string
+	// A port another process took between FreePort and redis-server's bind
+	// makes redis-server exit: try again on another one.
+	for range 3 {
+		r, failure := startRedis(t, bin, dir, extra)
+		if r != nil {
+			return r
+		}
+		failures = append(failures, failure)
+	}
+	t.Fatalf("redis-server did not start:\n%s", strings.Join(failures, "\n"))
+	return nil
+}
+
+// startRedis starts one redis-server on a free port and waits for its PONG;
+// when it exits or does not answer within 30 s (a loaded machine), it
+// returns why, with the end of its log.
+func startRedis(t testing.TB, bin, dir string, extra []string) (*Redis, string) {
+	t.Helper()
 	port := FreePort(t)
+	logfile := filepath.Join(dir, fmt.Sprintf("redis-%d.log", port))
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
-		"--logfile", filepath.Join(dir, "redis.log")}, extra...)
+		"--logfile", logfile}, extra...)
 	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() { _ = cmd.Process.Kill(); <-exited }
 	r := &Redis{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, cmd: cmd}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	WaitFor(t, 10*time.Second, "redis-server to answer PING", func() bool {
+	pong := func() bool {
 		c, err := DialRESP(r.Addr, time.Second)
 		if err != nil {
 			return false
@@ -116,6 +135,27 @@ func StartRedis(t testing.TB, extra ...string) *Redis {
 		defer c.Close()
 		reply, err := c.Do("PING")
 		return err == nil && reply == "+PONG\r\n"
-	})
-	return r
+	}
+	var why string
+	deadline := time.Now().Add(30 * time.Second)
+	for why == "" {
+		if pong() {
+			t.Cleanup(stop)
+			return r, ""
+		}
+		select {
+		case <-exited:
+			why = fmt.Sprintf("port %d: redis-server exited (%v)", port, cmd.ProcessState)
+		case <-time.After(5 * time.Millisecond):
+			if time.Now().After(deadline) {
+				stop()
+				why = fmt.Sprintf("port %d: no PONG within 30s", port)
+			}
+		}
+	}
+	log, _ := os.ReadFile(logfile)
+	if len(log) > 2000 {
+		log = log[len(log)-2000:]
+	}
+	return nil, why + "; its log ends:\n" + string(log)
 }

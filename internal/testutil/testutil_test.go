@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestBytesJSON(t *testing.T) {
@@ -81,4 +83,24 @@ func TestFreePortOutsideTheEphemeralRange(t *testing.T) {
 		t.Fatalf("FreePort's port %d: %v", p, err)
 	}
 	l2.Close()
+}
+
+// TestStartRedisSaysWhyItFailed: a redis-server that exits at once (here an
+// unknown directive) is reported as exited, not waited on for 30 s; one
+// that starts answers PING.
+func TestStartRedisSaysWhyItFailed(t *testing.T) {
+	bin := RequireTool(t, "redis-server", "redis-server")
+	r, why := startRedis(t, bin, t.TempDir(), []string{"--no-such-directive", "1"})
+	if r != nil || !strings.Contains(why, "redis-server exited") {
+		t.Errorf("startRedis with a bad directive = %v, %q; want it reported as exited", r, why)
+	}
+	ok := StartRedis(t)
+	c, err := DialRESP(ok.Addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if reply, err := c.Do("PING"); err != nil || reply != "+PONG\r\n" {
+		t.Errorf("PING = %q, %v", reply, err)
+	}
 }
