@@ -540,11 +540,12 @@ func sections() []section {
 			intDirective("gc-percent", func(c *Config) *int { return &c.GCPercent }, 1).is("50",
 				"The Go collector's target, as `GOGC` (which wins when set): the heap may grow this many percent past "+
 					"what survived the last collection before the next one starts, and with `gc-follow-live yes` at least "+
-					"64 MiB (the target in force is raised for a live heap under 128 MiB at 50). Lower: a lower memory peak while "+
+					"64 MiB (the target in force, INFO memory's `go_gc_percent`, is raised for a live heap under 128 MiB at 50). "+
+					"Lower: a lower memory peak while "+
 					"writes pour in, for more CPU per write (docs/benchmarks.md, issue 14). This node only; CONFIG "+
 					"SET changes it."),
 			oneOf("gc-follow-live", func(c *Config) *string { return &c.GCFollowLive }, "yes", "no").is("yes",
-				"`yes`: keep the Go runtime's soft memory limit at `gc-percent` over the smallest live heap of the last "+
+				"`yes`: keep the Go runtime's soft memory limit at `gc-percent` (or 64 MiB, when more) over the smallest live heap of the last "+
 					"four collections, plus what the runtime uses beside the heap's objects (under the limit from "+
 					"`maxmemory`), so that a collection that finds a snapshot's copies live does not raise the next "+
 					"target, and free pages go back to the OS before the heap grows past it; a lower memory peak under a "+

@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,11 +13,13 @@ import (
 	"raftset/internal/memlimit"
 )
 
-// gcPercent reads the collector's target in force without changing it.
+// gcPercent reads the collector's target in force without changing it
+// (setting it to read it back could undo what the memory limit's follower
+// had just set).
 func gcPercent() string {
-	p := debug.SetGCPercent(-1)
-	debug.SetGCPercent(p)
-	return strconv.Itoa(p)
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return strconv.FormatInt(int64(s[0].Value.Uint64()), 10)
 }
 
 // TestGCPercent: the gc-percent directive sets the collector's target unless

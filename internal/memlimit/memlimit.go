@@ -181,6 +181,10 @@ func takeTransient() bool {
 	return tail || transient.active.Load() > 0
 }
 
+// generations counts Follow calls over every follower (tests swap f), so
+// that no sentinel of an earlier Follow matches a later one.
+var generations atomic.Uint64
+
 // follower is the process's one: the runtime's limit is process-wide.
 var f = newFollower()
 
@@ -194,7 +198,7 @@ type follower struct {
 	percent int    // gc-percent as set (SetPercent); 0: not set, the runtime's own (GOGC) stands
 	live    uint64 // the live heap of the last collection seen
 	gogc    int    // the runtime's target as the follower last set it
-	gen     uint64 // counts Follow calls, so a stopped follower's last sentinel does nothing
+	gen     uint64 // this Follow's generation (generations), so a stopped follower's last sentinel does nothing
 	ceiling int64
 	recent  recentSamples
 	limit   int64 // what the samples give, before the ceiling
@@ -214,7 +218,8 @@ func Follow() bool {
 		return true
 	}
 	f.on = true
-	f.gen++
+	f.gen = generations.Add(1)
+	f.live = 0
 	f.recent = recentSamples{}
 	f.limit = math.MaxInt64
 	arm(f.gen)

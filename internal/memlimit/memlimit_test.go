@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -66,11 +67,12 @@ func TestPercent(t *testing.T) {
 	}
 }
 
-// gcTarget reads the runtime's target without changing it.
+// gcTarget reads the runtime's target without changing it (setting it to
+// read it back could put back a value the follower had just replaced).
 func gcTarget() int {
-	p := debug.SetGCPercent(-1)
-	debug.SetGCPercent(p)
-	return p
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(int64(s[0].Value.Uint64()))
 }
 
 // TestSetPercentFollowing: while the limit follows, the runtime's target is
@@ -182,6 +184,11 @@ func TestFollowTracksLiveHeap(t *testing.T) {
 	// With the ballast live the target is at least 1.5 × 96 MiB; the
 	// overhead of a test binary is a few MiB, never tens.
 	l := waitLimit(t, "at 1.5 × the ballast", func(l int64) bool { return l >= size*3/2 })
+	// No SetPercent (GOGC from the environment): the runtime's target is
+	// left as it is.
+	if got := gcTarget(); got != 50 {
+		t.Errorf("following without SetPercent: target %d, want 50 untouched", got)
+	}
 	if l > size*3/2+64*mib {
 		t.Errorf("limit with %d MiB live = %d MiB, want about %d MiB", size/mib, l/mib, size*3/2/mib)
 	}

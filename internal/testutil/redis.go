@@ -109,9 +109,9 @@ func StartRedis(t testing.TB, extra ...string) *Redis {
 	return nil
 }
 
-// startRedis starts one redis-server on a free port and waits for its PONG;
-// when it exits or does not answer within 30 s (a loaded machine), it
-// returns why, with the end of its log.
+// startRedis starts one redis-server on a free port and waits until it
+// answers INFO with its own pid; when it exits or does not answer within
+// 30 s (a loaded machine), it returns why, with the end of its log.
 func startRedis(t testing.TB, bin, dir string, extra []string) (*Redis, string) {
 	t.Helper()
 	port := FreePort(t)
@@ -127,14 +127,16 @@ func startRedis(t testing.TB, bin, dir string, extra []string) (*Redis, string) 
 	go func() { _ = cmd.Wait(); close(exited) }()
 	stop := func() { _ = cmd.Process.Kill(); <-exited }
 	r := &Redis{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, cmd: cmd}
+	// Ours, not another process's that holds the port: its pid.
+	pidLine := fmt.Sprintf("\r\nprocess_id:%d\r\n", cmd.Process.Pid)
 	pong := func() bool {
 		c, err := DialRESP(r.Addr, time.Second)
 		if err != nil {
 			return false
 		}
 		defer c.Close()
-		reply, err := c.Do("PING")
-		return err == nil && reply == "+PONG\r\n"
+		reply, err := c.Do("INFO", "server")
+		return err == nil && strings.Contains(reply, pidLine)
 	}
 	var why string
 	deadline := time.Now().Add(30 * time.Second)
@@ -149,7 +151,7 @@ func startRedis(t testing.TB, bin, dir string, extra []string) (*Redis, string) 
 		case <-time.After(5 * time.Millisecond):
 			if time.Now().After(deadline) {
 				stop()
-				why = fmt.Sprintf("port %d: no PONG within 30s", port)
+				why = fmt.Sprintf("port %d: no answer within 30s", port)
 			}
 		}
 	}
