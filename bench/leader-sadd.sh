@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One run of redis-benchmark SADD -P 10 (PIPE=…) against the leader of a fresh
-# three-node cluster of BIN (loopback, default Raft timeouts), printing the
-# req/s, the CPU seconds per million SADDs (utime+stime from /proc) of the
-# leader and of the three processes, and the ops per Raft entry. With
+# three-node cluster of BIN (NODES=1: a single node; loopback, default Raft
+# timeouts), after SEED SADDs (default none), printing the req/s, the CPU
+# seconds per million SADDs (utime+stime from /proc) of the leader and of all
+# the processes, the ops per Raft entry, and the leader's garbage collections
+# since it started (INFO memory's go_num_gc). With
 # PROFILE set, a 15 s CPU profile of the leader is taken 3 s into the run
 # (--pprof-addr) and written there, for `go tool pprof -top BIN PROFILE`.
 # Alternate two builds by hand to compare them (docs/benchmarks.md):
@@ -10,6 +12,7 @@
 #   for b in base head head base base head; do N=2000000 bench/leader-sadd.sh /tmp/$b; done
 #   PROFILE=/tmp/head.pprof N=4000000 bench/leader-sadd.sh /tmp/head
 #   PROFILE=/tmp/f.pprof PROFILE_NODE=follower PIPE=1 N=400000 bench/leader-sadd.sh /tmp/head
+#   NODES=1 SEED=1000000 N=3000000 bench/leader-sadd.sh /tmp/head
 #
 # Needs redis-benchmark and redis-cli (apt-get install -y redis-tools), curl.
 set -euo pipefail
@@ -17,6 +20,8 @@ bin=$(realpath "${1:?usage: bench/leader-sadd.sh BIN}")
 N=${N:-2000000}
 PROFILE=${PROFILE:-}
 PIPE=${PIPE:-10} # redis-benchmark -P
+NODES=${NODES:-3}
+SEED=${SEED:-0}
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -27,15 +32,15 @@ cleanup() {
 trap cleanup EXIT
 . "$(dirname "$0")/lib.sh"
 all_ticks() { local t=0 p; for p in "${pids[@]}"; do t=$((t + $(cpu_ticks "$p"))); done; echo "$t"; }
-info_field() { timeout 1 redis-cli -p "$1" INFO raft 2>/dev/null | tr -d '\r' | awk -F: -v k="$2" '$1==k {print $2}'; }
+info_field() { timeout 1 redis-cli -p "$1" INFO "${3:-raft}" 2>/dev/null | tr -d '\r' | awk -F: -v k="$2" '$1==k {print $2}'; }
 
 declare -a cp=() rp=() pp=()
 peers=""
-for i in 1 2 3; do
+for i in $(seq 1 "$NODES"); do
   cp[i]=$(free_port); rp[i]=$(free_port); pp[i]=$(free_port)
   peers+="${peers:+,}n$i=127.0.0.1:${rp[i]}"
 done
-for i in 1 2 3; do
+for i in $(seq 1 "$NODES"); do
   "$bin" --node-id "n$i" --bind 127.0.0.1 --port "${cp[i]}" --raft-addr "127.0.0.1:${rp[i]}" \
     --advertise-addr "127.0.0.1:${cp[i]}" --raft-advertise-addr "127.0.0.1:${rp[i]}" --dir "$work/n$i" \
     --peers "$peers" --loglevel warn --pprof-addr "127.0.0.1:${pp[i]}" >"$work/n$i.log" 2>&1 &
@@ -49,6 +54,10 @@ for _ in $(seq 1 400); do
 done
 [ -n "$l" ] || { echo "cluster did not become healthy" >&2; exit 1; }
 lp=${pids[l - 1]}
+if [ "$SEED" -gt 0 ]; then
+  redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P 10 -n "$SEED" -r 200000 --threads 2 -q \
+    sadd __rand_int__ __rand_int__ >/dev/null 2>&1
+fi
 
 t0=$(cpu_ticks "$lp"); a0=$(all_ticks)
 redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P "$PIPE" -n "$N" -r 200000 --threads 2 -q --csv \
@@ -57,7 +66,7 @@ bp=$!
 if [ -n "$PROFILE" ]; then
   sleep 3
   # PROFILE_NODE=follower profiles a follower instead of the leader.
-  pn=$l; [ "${PROFILE_NODE:-leader}" = follower ] && pn=$((l % 3 + 1))
+  pn=$l; [ "${PROFILE_NODE:-leader}" = follower ] && pn=$((l % NODES + 1))
   curl -sf -o "$PROFILE" "http://127.0.0.1:${pp[pn]}/debug/pprof/profile?seconds=15"
 fi
 wait "$bp"
@@ -67,7 +76,7 @@ t1=$(cpu_ticks "$lp"); a1=$(all_ticks)
 hz=$(getconf CLK_TCK)
 m=$(echo "$N / 1000000" | bc -l)
 e=$(info_field "${cp[l]}" raft_entries_proposed); o=$(info_field "${cp[l]}" raft_ops_proposed)
-printf '%s: sadd req/s %s leader_cpu_s_per_M %.2f total_cpu_s_per_M %.2f ops_per_entry %.0f load %s\n' \
+printf '%s: sadd req/s %s leader_cpu_s_per_M %.2f total_cpu_s_per_M %.2f ops_per_entry %.0f leader_gc_cycles %s load %s\n' \
   "$(basename "$bin")" "$(tail -1 "$work/bench.out" | cut -d, -f2 | tr -d '"')" \
   "$(echo "($t1 - $t0) / $hz / $m" | bc -l)" "$(echo "($a1 - $a0) / $hz / $m" | bc -l)" \
-  "$(echo "$o / $e" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
+  "$(echo "$o / $e" | bc -l)" "$(info_field "${cp[l]}" go_num_gc memory)" "$(cut -d' ' -f1 /proc/loadavg)"

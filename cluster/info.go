@@ -4,7 +4,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"raftset/fsm"
+	"raftset/internal/memlimit"
 	"raftset/internal/stats"
 )
 
@@ -90,7 +90,7 @@ func (n *Node) infoMemory() InfoSection {
 		kv("maxmemory_human", humanBytes(uint64(ecfg.MaxMemory))),
 		kv("maxmemory_policy", ecfg.Policy.String()),
 		kv("go_memory_limit", itoa(debug.SetMemoryLimit(-1))),
-		kv("go_gc_percent", goGCPercent()),
+		kv("go_gc_percent", strconv.Itoa(memlimit.RuntimePercent())),
 		kv("mem_fragmentation_ratio", frag),
 		kv("mem_allocator", "go-"+runtime.Version()),
 	}}
@@ -314,16 +314,4 @@ func boolDigit(b bool) string {
 		return "1"
 	}
 	return "0"
-}
-
-// goGCPercent is the collector's target in force (GOGC, or the gc-percent
-// directive; -1: off), read without changing it.
-func goGCPercent() string {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return ""
-	}
-	// GOGC=off is the runtime's -1, which reads back as 2^64-1.
-	return strconv.FormatInt(int64(s[0].Value.Uint64()), 10)
 }

@@ -4,7 +4,6 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,14 +12,8 @@ import (
 	"raftset/internal/memlimit"
 )
 
-// gcPercent reads the collector's target in force without changing it
-// (setting it to read it back could undo what the memory limit's follower
-// had just set).
-func gcPercent() string {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	return strconv.FormatInt(int64(s[0].Value.Uint64()), 10)
-}
+// gcPercent reads the collector's target in force without changing it.
+func gcPercent() string { return strconv.Itoa(memlimit.RuntimePercent()) }
 
 // TestGCPercent: the gc-percent directive sets the collector's target unless
 // GOGC is set (an operator's explicit GOGC wins), CONFIG GET answers the

@@ -56,11 +56,11 @@ const minHeadroom = 0.25
 // limit follows it, whatever gc-percent, and so the lowest limit set (a
 // starting node whose live heap is a few MB collected back to back when the
 // limit followed heaps of 1-2 MB: 200 collections in its first 3 s, before
-// a write). 64 MiB: under it gc-percent 50
-// collected a node with a 30-50 MB dataset several times a second under
-// writes and spent 6-10% of its CPU on it (docs/benchmarks.md, "A floor
-// under the collector's headroom"). It changes nothing for a live heap of
-// 128 MiB and more at gc-percent 50, such as the seed's at the memory peak.
+// a write). 64 MiB: under it gc-percent 50 collected a node with a 30-50 MB
+// dataset several times a second under writes and spent 6-10% of its CPU on
+// it (docs/benchmarks.md, "A floor under the collector's headroom"). It
+// changes nothing for a live heap of 128 MiB and more at gc-percent 50, such
+// as the seed's at the memory peak.
 const minGrowth = 64 << 20
 
 // Percent is the runtime target that gives a live heap at least minGrowth
@@ -79,6 +79,16 @@ func Percent(live uint64, percent int) int {
 // maxPercent bounds Percent for a heap of a few KB; the limit (at least
 // minGrowth) decides there anyway.
 const maxPercent = 1 << 20
+
+// RuntimePercent is the runtime's target in force (GOGC, as gc-percent or
+// Percent set it; -1: off), read without setting it: setting it to read it
+// back could put back a value the follower had just replaced.
+func RuntimePercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	// GOGC=off is the runtime's -1, which reads back as 2^64-1.
+	return int(int64(s[0].Value.Uint64()))
+}
 
 // Sample is what one collection left: the live heap it marked and the
 // memory in use around the objects (fragmentation inside spans, stacks,

@@ -4,7 +4,6 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -67,14 +66,6 @@ func TestPercent(t *testing.T) {
 	}
 }
 
-// gcTarget reads the runtime's target without changing it (setting it to
-// read it back could put back a value the follower had just replaced).
-func gcTarget() int {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	return int(int64(s[0].Value.Uint64()))
-}
-
 // TestSetPercentFollowing: while the limit follows, the runtime's target is
 // gc-percent raised for a small live heap, gc-percent itself for a large
 // one, and gc-percent again once it stops.
@@ -89,7 +80,7 @@ func TestSetPercentFollowing(t *testing.T) {
 	})
 	f = newFollower()
 	SetPercent(50)
-	if got := gcTarget(); got != 50 {
+	if got := RuntimePercent(); got != 50 {
 		t.Fatalf("SetPercent(50), not following: target %d", got)
 	}
 	if !Follow() {
@@ -103,11 +94,11 @@ func TestSetPercentFollowing(t *testing.T) {
 	ballast = nil
 	waitTarget(t, "raised again once the heap is small", func(p int) bool { return p > 1000 })
 	SetPercent(60)
-	if got := gcTarget(); got <= 1000 {
+	if got := RuntimePercent(); got <= 1000 {
 		t.Errorf("SetPercent(60) while following a small heap: target %d, want it raised", got)
 	}
 	Stop()
-	if got := gcTarget(); got != 60 {
+	if got := RuntimePercent(); got != 60 {
 		t.Errorf("after Stop: target %d, want gc-percent 60", got)
 	}
 }
@@ -118,7 +109,7 @@ func waitTarget(t *testing.T, what string, ok func(int) bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		runtime.GC()
-		p := gcTarget()
+		p := RuntimePercent()
 		if ok(p) {
 			return
 		}
@@ -186,7 +177,7 @@ func TestFollowTracksLiveHeap(t *testing.T) {
 	l := waitLimit(t, "at 1.5 × the ballast", func(l int64) bool { return l >= size*3/2 })
 	// No SetPercent (GOGC from the environment): the runtime's target is
 	// left as it is.
-	if got := gcTarget(); got != 50 {
+	if got := RuntimePercent(); got != 50 {
 		t.Errorf("following without SetPercent: target %d, want 50 untouched", got)
 	}
 	if l > size*3/2+64*mib {
