@@ -86,6 +86,15 @@ func waitWritable(t *testing.T, addr string) {
 		return
 	}
 	r, err := c.Do("DEL", "__raftset_ready")
+	// -TRYAGAIN says the write was certainly not applied (a sharded node
+	// whose cluster map was not yet known here): do as it says.
+	testutil.Within(10*time.Second, func() bool {
+		if err != nil || !strings.HasPrefix(r, "-TRYAGAIN ") {
+			return true
+		}
+		r, err = c.Do("DEL", "__raftset_ready")
+		return false
+	})
 	// The shard's leadership may move between the SET and the DEL (a
 	// sharded node): delete where it went, as a cluster client would.
 	for hops := 0; hops < 5 && err == nil && strings.HasPrefix(r, "-MOVED "); hops++ {

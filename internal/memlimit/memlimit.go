@@ -232,7 +232,7 @@ func Follow() bool {
 	f.live = 0
 	f.recent = recentSamples{}
 	f.limit = math.MaxInt64
-	arm(f.gen)
+	arm(f, f.gen)
 	return true
 }
 
@@ -290,31 +290,33 @@ type sentinel struct {
 	_ [2]uintptr
 }
 
-func arm(gen uint64) {
-	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { collected(gen) })
+func arm(fl *follower, gen uint64) {
+	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { collected(fl, gen) })
 }
 
-// collected runs on the finalizer goroutine after each collection.
-func collected(gen uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.on || f.gen != gen {
+// collected runs on the finalizer goroutine after each collection. The
+// sentinel carries its follower: the package's f is not read here, so a
+// test that swaps f does not race with a sentinel still armed.
+func collected(fl *follower, gen uint64) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if !fl.on || fl.gen != gen {
 		return
 	}
-	s, percent := f.read()
-	f.live = s.Live
-	if f.percent > 0 {
+	s, percent := fl.read()
+	fl.live = s.Live
+	if fl.percent > 0 {
 		// The runtime's target may be one Percent raised: the limit takes
 		// gc-percent's headroom.
-		percent = f.percent
-		if p := Percent(s.Live, f.percent); p != f.gogc {
-			f.gogc = p
+		percent = fl.percent
+		if p := Percent(s.Live, fl.percent); p != fl.gogc {
+			fl.gogc = p
 			debug.SetGCPercent(p)
 		}
 	}
-	f.limit = f.recent.add(s, takeTransient(), percent)
-	debug.SetMemoryLimit(min(f.ceiling, f.limit))
-	arm(gen)
+	fl.limit = fl.recent.add(s, takeTransient(), percent)
+	debug.SetMemoryLimit(min(fl.ceiling, fl.limit))
+	arm(fl, gen)
 }
 
 // read samples the runtime after a collection. The overhead is what is in
