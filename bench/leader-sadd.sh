@@ -3,8 +3,9 @@
 # three-node cluster of BIN (NODES=1: a single node; loopback, default Raft
 # timeouts), after SEED SADDs (default none), printing the req/s, the CPU
 # seconds per million SADDs (utime+stime from /proc) of the leader and of all
-# the processes, the ops per Raft entry, and the leader's garbage collections
-# since it started (INFO memory's go_num_gc). With
+# the processes, the ops per Raft entry, the leader's garbage collections
+# since it started (INFO memory's go_num_gc), and how many of its log fsyncs
+# held the CPU (cluster/walsync.go). With
 # PROFILE set, a 15 s CPU profile of the leader is taken 3 s into the run
 # (--pprof-addr) and written there, for `go tool pprof -top BIN PROFILE`.
 # Alternate two builds by hand to compare them (docs/benchmarks.md):
@@ -13,6 +14,10 @@
 #   PROFILE=/tmp/head.pprof N=4000000 bench/leader-sadd.sh /tmp/head
 #   PROFILE=/tmp/f.pprof PROFILE_NODE=follower PIPE=1 N=400000 bench/leader-sadd.sh /tmp/head
 #   NODES=1 SEED=1000000 N=3000000 bench/leader-sadd.sh /tmp/head
+#   NODES=1 PIN=1 PIPE=1 N=400000 bench/leader-sadd.sh /tmp/head
+#
+# PIN=1 (one node) runs the server on CPU 0 and redis-benchmark on CPU 1, as
+# bench/table.sh's one-node rows do.
 #
 # Needs redis-benchmark and redis-cli (apt-get install -y redis-tools), curl.
 set -euo pipefail
@@ -22,6 +27,9 @@ PROFILE=${PROFILE:-}
 PIPE=${PIPE:-10} # redis-benchmark -P
 NODES=${NODES:-3}
 SEED=${SEED:-0}
+PIN=${PIN:-0}
+srv=() load=()
+if [ "$PIN" = 1 ]; then srv=(taskset -c 0) load=(taskset -c 1); fi
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -41,7 +49,7 @@ for i in $(seq 1 "$NODES"); do
   peers+="${peers:+,}n$i=127.0.0.1:${rp[i]}"
 done
 for i in $(seq 1 "$NODES"); do
-  "$bin" --node-id "n$i" --bind 127.0.0.1 --port "${cp[i]}" --raft-addr "127.0.0.1:${rp[i]}" \
+  "${srv[@]}" "$bin" --node-id "n$i" --bind 127.0.0.1 --port "${cp[i]}" --raft-addr "127.0.0.1:${rp[i]}" \
     --advertise-addr "127.0.0.1:${cp[i]}" --raft-advertise-addr "127.0.0.1:${rp[i]}" --dir "$work/n$i" \
     --peers "$peers" --loglevel warn --pprof-addr "127.0.0.1:${pp[i]}" >"$work/n$i.log" 2>&1 &
   pids+=($!)
@@ -55,12 +63,12 @@ done
 [ -n "$l" ] || { echo "cluster did not become healthy" >&2; exit 1; }
 lp=${pids[l - 1]}
 if [ "$SEED" -gt 0 ]; then
-  redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P 10 -n "$SEED" -r 200000 --threads 2 -q \
+  "${load[@]}" redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P 10 -n "$SEED" -r 200000 --threads 2 -q \
     sadd __rand_int__ __rand_int__ >/dev/null 2>&1
 fi
 
 t0=$(cpu_ticks "$lp"); a0=$(all_ticks)
-redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P "$PIPE" -n "$N" -r 200000 --threads 2 -q --csv \
+"${load[@]}" redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P "$PIPE" -n "$N" -r 200000 --threads 2 -q --csv \
   sadd __rand_int__ __rand_int__ >"$work/bench.out" 2>&1 &
 bp=$!
 if [ -n "$PROFILE" ]; then
@@ -76,7 +84,8 @@ t1=$(cpu_ticks "$lp"); a1=$(all_ticks)
 hz=$(getconf CLK_TCK)
 m=$(echo "$N / 1000000" | bc -l)
 e=$(info_field "${cp[l]}" raft_entries_proposed); o=$(info_field "${cp[l]}" raft_ops_proposed)
-printf '%s: sadd req/s %s leader_cpu_s_per_M %.2f total_cpu_s_per_M %.2f ops_per_entry %.0f leader_gc_cycles %s load %s\n' \
+printf '%s: sadd req/s %s leader_cpu_s_per_M %.2f total_cpu_s_per_M %.2f ops_per_entry %.0f leader_gc_cycles %s leader_syncs_holding_cpu %s/%s load %s\n' \
   "$(basename "$bin")" "$(tail -1 "$work/bench.out" | cut -d, -f2 | tr -d '"')" \
   "$(echo "($t1 - $t0) / $hz / $m" | bc -l)" "$(echo "($a1 - $a0) / $hz / $m" | bc -l)" \
-  "$(echo "$o / $e" | bc -l)" "$(info_field "${cp[l]}" go_num_gc memory)" "$(cut -d' ' -f1 /proc/loadavg)"
+  "$(echo "$o / $e" | bc -l)" "$(info_field "${cp[l]}" go_num_gc memory)" \
+  "$(info_field "${cp[l]}" raft_log_syncs_holding_cpu)" "$(info_field "${cp[l]}" raft_log_syncs)" "$(cut -d' ' -f1 /proc/loadavg)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every row of the performance table (docs/benchmarks.md, "The table on a quiet machine") in one
+# Every row of the performance table (docs/benchmarks.md, "The table as the issue measures it") in one
 # run: raftset against redis-server measured in the same run, as ratios, with
 # the CPU each side spent (utime+stime from /proc/<pid>/stat of every server
 # process, in CPU-seconds per million requests: steadier than throughput on a
@@ -12,6 +12,13 @@
 #   STORES="bolt wal" bench/table.sh      # the write rows once per raft-log-store
 #   MEMORY=0 THREE=0 bench/table.sh       # skip the memory run / the three-node rows
 #   OUT=table.tsv bench/table.sh && python3 bench/plot.py table.tsv docs/benchmarks-table.svg
+#   PIN=0 bench/table.sh                  # one-node rows unpinned
+#
+# As issue 14 measured it, a one-node server (raftset or redis-server) runs on
+# CPU 0 and its load (redis-benchmark, bench/loadgen) on CPU 1, so that each
+# server has one core, the client the other, and neither takes the other's
+# (PIN=1, the default; the Go runtime then runs one P). The three-node rows
+# run unpinned: three servers and the load share the machine's cores.
 #
 # Rows (the anchor is redis-server: no AOF for reads, appendfsync always for
 # writes; for the follower row it is raftset's own leader):
@@ -42,6 +49,11 @@ STORES=${STORES:-default}
 MEMORY=${MEMORY:-1}
 THREE=${THREE:-1}
 OUT=${OUT:-/dev/null}
+PIN=${PIN:-1}
+# srv and load prefix the one-node servers and their load; three() clears
+# load for the three-node rows, whose servers start without srv.
+srv=() load=()
+if [ "$PIN" = 1 ]; then srv=(taskset -c 0) load=(taskset -c 1); fi
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -71,7 +83,7 @@ start_redis() {
   mkdir -p "$2"
   local aof=(--appendonly no)
   [ "$3" = always ] && aof=(--appendonly yes --appendfsync always)
-  redis-server --port "$1" --bind 127.0.0.1 --dir "$2" --save "" "${aof[@]}" --logfile "$2/redis.log" --daemonize no &
+  "${srv[@]}" redis-server --port "$1" --bind 127.0.0.1 --dir "$2" --save "" "${aof[@]}" --logfile "$2/redis.log" --daemonize no &
   started=$!; pids+=("$started")
   wait_writable "$1"
 }
@@ -79,7 +91,7 @@ store_args() { [ "$1" = default ] || echo "--raft-log-store $1"; }
 # start_raftset PORT DIR STORE → pid in $started
 start_raftset() {
   # shellcheck disable=SC2046
-  "$work/raftset" --port "$1" --raft-addr "127.0.0.1:$(free_port)" --dir "$2" --loglevel warn $(store_args "$3") \
+  "${srv[@]}" "$work/raftset" --port "$1" --raft-addr "127.0.0.1:$(free_port)" --dir "$2" --loglevel warn $(store_args "$3") \
     >"$2.log" 2>&1 &
   started=$!; pids+=("$started")
   wait_writable "$1"
@@ -118,7 +130,7 @@ bench() {
   shift
   local t0 t1 out
   t0=$(ticks "${bpids[@]}")
-  out=$(redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -P "$p" -n "$n" -r 200000 --threads 2 -q --csv "$@" 2>&1 |
+  out=$("${load[@]}" redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -P "$p" -n "$n" -r 200000 --threads 2 -q --csv "$@" 2>&1 |
     awk -F'","' 'NR>1 || !/^"test"/ {gsub(/"/,"",$2); print $2; exit}') || true
   t1=$(ticks "${bpids[@]}")
   case "$out" in
@@ -130,12 +142,12 @@ bench() {
 # latency PORT RATE → "p50 p99 p999" in µs (SADD -P1, 50 connections)
 latency() {
   local out
-  out=$("$work/loadgen" -p "$1" -rate "$2" -c 50 -d "${LAT_SECS}s" -r 200000 sadd __rand_int__ __rand_int__)
+  out=$("${load[@]}" "$work/loadgen" -p "$1" -rate "$2" -c 50 -d "${LAT_SECS}s" -r 200000 sadd __rand_int__ __rand_int__)
   echo "$out" | tr ' ' '\n' | awk -F= '$1=="p50_us"{a=$2} $1=="p99_us"{b=$2} $1=="p999_us"{c=$2} END{print a, b, c}'
 }
-seed() { redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -P 10 -n "$2" -r 200000 --threads 2 -q sadd __rand_int__ __rand_int__ >/dev/null; }
+seed() { "${load[@]}" redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -P 10 -n "$2" -r 200000 --threads 2 -q sadd __rand_int__ __rand_int__ >/dev/null; }
 seed_ttl() {
-  redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -P 10 -n 300000 -r 100000 --threads 2 -q \
+  "${load[@]}" redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -P 10 -n 300000 -r 100000 --threads 2 -q \
     set key:__rand_int__ __rand_int__ ex 3600 >/dev/null
 }
 
@@ -182,6 +194,7 @@ writes() {
 
 three() {
   local run=$1 store=$2 rp rpid a b l f peak l1 l2
+  local srv=() load=() # unpinned (bash's locals reach the functions called from here)
   rp=$(free_port); start_redis "$rp" "$work/redis-3$run" always; rpid=$started
   start_three "$store"; l=$leader; f=$((l % 3 + 1))
   a=$(bench "${cport[l]}" 10 "$N" "${cpid[@]}" -- sadd __rand_int__ __rand_int__)

@@ -13,6 +13,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/migrate"
+	"github.com/hashicorp/raft-wal/segment"
 )
 
 // The Raft log lives in one of two stores; the stable store (term, vote) is
@@ -88,7 +89,7 @@ func openLogStore(dir, kind string, bolt *raftboltdb.BoltStore, logger hclog.Log
 		if err != nil {
 			return nil, nil, err
 		}
-		return walStore{w}, w, nil
+		return w, w.WAL, nil
 	}
 	return nil, nil, fmt.Errorf("cluster: unknown log store %q (want %s or %s)", kind, LogStoreBolt, LogStoreWAL)
 }
@@ -110,7 +111,10 @@ func logStoreOf(dir string) (string, error) {
 // before checking the log's first index, so an entry compacted away but
 // still in the tail segment is returned. Raft would then send a far-behind
 // follower those entries instead of the snapshot that replaced them.
-type walStore struct{ *wal.WAL }
+type walStore struct {
+	*wal.WAL
+	syncs *syncStats // its segment files' fsyncs (walsync.go)
+}
 
 func (w walStore) GetLog(index uint64, l *raft.Log) error {
 	first, err := w.FirstIndex()
@@ -123,15 +127,19 @@ func (w walStore) GetLog(index uint64, l *raft.Log) error {
 	return w.WAL.GetLog(index, l)
 }
 
-func openWAL(path string, logger hclog.Logger) (*wal.WAL, error) {
+func openWAL(path string, logger hclog.Logger) (walStore, error) {
+	return openWALOn(path, logger, newSyncFS(&syncStats{}))
+}
+
+func openWALOn(path string, logger hclog.Logger, vfs syncFS) (walStore, error) {
 	if err := os.MkdirAll(path, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: create %s: %w", path, err)
+		return walStore{}, fmt.Errorf("cluster: create %s: %w", path, err)
 	}
-	w, err := wal.Open(path, wal.WithLogger(logger.Named("wal")))
+	w, err := wal.Open(path, wal.WithLogger(logger.Named("wal")), wal.WithSegmentFiler(segment.NewFiler(path, vfs)))
 	if err != nil {
-		return nil, fmt.Errorf("cluster: open log %s: %w", path, err)
+		return walStore{}, fmt.Errorf("cluster: open log %s: %w", path, err)
 	}
-	return w, nil
+	return walStore{WAL: w, syncs: vfs.stats}, nil
 }
 
 func boltToWAL(dir string, bolt *raftboltdb.BoltStore, logger hclog.Logger) error {

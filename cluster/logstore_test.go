@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -57,6 +58,10 @@ func TestWALRestartKeepsAcknowledgedWrites(t *testing.T) {
 	cfg.LogStore = LogStoreWAL
 	n := mustNode(t, cfg, newFakeFSM(), true)
 	writeMembers(t, n, 0, 100)
+	// Each acknowledged write waited for an fsync of its own.
+	if syncs, err := strconv.Atoi(infoField(n, "Raft", "raft_log_syncs")); err != nil || syncs < 100 {
+		t.Errorf("INFO raft_log_syncs = %d (%v) after 100 writes one at a time, want at least 100", syncs, err)
+	}
 	if err := n.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

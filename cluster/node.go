@@ -35,9 +35,11 @@ type Node struct {
 	bolt   *raftboltdb.BoltStore
 	// walLog is the log store when it is not bolt (logstore.go); nil else.
 	walLog io.Closer
-	cache  *logCache // over bolt; nil in memory
-	snaps  raft.SnapshotStore
-	opened *openedSnapshots // snaps, noting what Raft opens (stalesnap.go)
+	// walSyncs counts walLog's fsyncs (walsync.go); zero for other stores.
+	walSyncs *syncStats
+	cache    *logCache // over bolt; nil in memory
+	snaps    raft.SnapshotStore
+	opened   *openedSnapshots // snaps, noting what Raft opens (stalesnap.go)
 	// raftStarted is set once n.raft is assigned; Raft's goroutines, started
 	// inside NewRaft, read n.raft only after seeing it.
 	raftStarted atomic.Bool
@@ -203,6 +205,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 func (n *Node) openStores() (raft.StableStore, error) {
 	cfg := &n.cfg
 	var stable raft.StableStore
+	n.walSyncs = &syncStats{}
 	if cfg.InMemory {
 		store := raft.NewInmemStore()
 		n.logs, stable = store, store
@@ -227,6 +230,9 @@ func (n *Node) openStores() (raft.StableStore, error) {
 		var logs raft.LogStore
 		if logs, n.walLog, err = openLogStore(cfg.DataDir, cfg.LogStore, n.bolt, cfg.Logger.Named("logstore")); err != nil {
 			return nil, err
+		}
+		if w, ok := logs.(walStore); ok {
+			n.walSyncs = w.syncs
 		}
 		if n.cache, err = newLogCache(logs, logCacheSize, logCacheBytes); err != nil {
 			return nil, fmt.Errorf("cluster: log cache: %w", err)

@@ -92,7 +92,7 @@ func Replay(opts ReplayOptions) (res ReplayResult, err error) {
 			return res, fmt.Errorf("replay: %w", err)
 		}
 		defer w.Close()
-		logs = walStore{w}
+		logs = w
 	}
 	if res.FirstIndex, res.LastIndex, err = bounds(logs); err != nil {
 		return res, fmt.Errorf("replay: read the log's bounds: %w", err)
