@@ -29,7 +29,10 @@ NODES=${NODES:-3}
 SEED=${SEED:-0}
 PIN=${PIN:-0}
 srv=() load=()
-if [ "$PIN" = 1 ]; then srv=(taskset -c 0) load=(taskset -c 1); fi
+if [ "$PIN" = 1 ]; then
+  [ "$NODES" = 1 ] || { echo "PIN=1 is for NODES=1 (it would put every node on CPU 0)" >&2; exit 2; }
+  srv=(taskset -c 0) load=(taskset -c 1)
+fi
 work=$(mktemp -d)
 pids=()
 cleanup() {

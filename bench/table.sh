@@ -51,9 +51,12 @@ THREE=${THREE:-1}
 OUT=${OUT:-/dev/null}
 PIN=${PIN:-1}
 # srv and load prefix the one-node servers and their load; three() clears
-# load for the three-node rows, whose servers start without srv.
+# both for the three-node rows and their anchor.
 srv=() load=()
-if [ "$PIN" = 1 ]; then srv=(taskset -c 0) load=(taskset -c 1); fi
+if [ "$PIN" = 1 ]; then
+  taskset -c 0,1 true 2>/dev/null || { echo "PIN=1 needs CPUs 0 and 1; PIN=0 runs unpinned" >&2; exit 2; }
+  srv=(taskset -c 0) load=(taskset -c 1)
+fi
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }

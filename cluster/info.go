@@ -277,7 +277,7 @@ func (n *Node) infoRaft(stats map[string]string) InfoSection {
 	// (clock.go): while it slews, the offset shrinks by 50 ms a second.
 	clock := n.clock.read(n.leading())
 	wall := n.clock.wall()
-	syncs := n.walSyncs
+	logSyncs := n.walSyncs
 	return InfoSection{Name: "Raft", Fields: [][2]string{
 		kv("raft_node_id", n.cfg.NodeID),
 		kv("raft_state", strings.ToLower(stats["state"])),
@@ -307,8 +307,8 @@ func (n *Node) infoRaft(stats map[string]string) InfoSection {
 		kv("raft_cluster_clock_ms", strconv.FormatInt(clock/int64(time.Millisecond), 10)),
 		kv("raft_cluster_clock_offset_ms", strconv.FormatInt((clock-wall)/int64(time.Millisecond), 10)),
 		kv("raft_refused_connections", itoa(n.RaftRefused())),
-		kv("raft_log_syncs", itoa(syncs.syncs.Load())),
-		kv("raft_log_syncs_holding_cpu", itoa(syncs.held.Load())),
+		kv("raft_log_syncs", itoa(logSyncs.syncs.Load())),
+		kv("raft_log_syncs_holding_cpu", itoa(logSyncs.held.Load())),
 	}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -89,7 +90,7 @@ func openLogStore(dir, kind string, bolt *raftboltdb.BoltStore, logger hclog.Log
 		if err != nil {
 			return nil, nil, err
 		}
-		return w, w.WAL, nil
+		return w, w, nil
 	}
 	return nil, nil, fmt.Errorf("cluster: unknown log store %q (want %s or %s)", kind, LogStoreBolt, LogStoreWAL)
 }
@@ -113,7 +114,8 @@ func logStoreOf(dir string) (string, error) {
 // follower those entries instead of the snapshot that replaced them.
 type walStore struct {
 	*wal.WAL
-	syncs *syncStats // its segment files' fsyncs (walsync.go)
+	syncs  *syncStats // its segment files' fsyncs (walsync.go)
+	closed *atomic.Bool
 }
 
 func (w walStore) GetLog(index uint64, l *raft.Log) error {
@@ -135,11 +137,22 @@ func openWALOn(path string, logger hclog.Logger, vfs syncFS) (walStore, error) {
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return walStore{}, fmt.Errorf("cluster: create %s: %w", path, err)
 	}
+	openLogs.Add(1)
 	w, err := wal.Open(path, wal.WithLogger(logger.Named("wal")), wal.WithSegmentFiler(segment.NewFiler(path, vfs)))
 	if err != nil {
+		openLogs.Add(-1)
 		return walStore{}, fmt.Errorf("cluster: open log %s: %w", path, err)
 	}
-	return walStore{WAL: w, syncs: vfs.stats}, nil
+	return walStore{WAL: w, syncs: vfs.stats, closed: new(atomic.Bool)}, nil
+}
+
+// Close closes the log, once.
+func (w walStore) Close() error {
+	if w.closed.Swap(true) {
+		return nil
+	}
+	openLogs.Add(-1)
+	return w.WAL.Close()
 }
 
 func boltToWAL(dir string, bolt *raftboltdb.BoltStore, logger hclog.Logger) error {

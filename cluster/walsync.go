@@ -9,68 +9,87 @@ import (
 	"github.com/hashicorp/raft-wal/types"
 )
 
-// With one P (GOMAXPROCS=1: a process pinned to one CPU, or a container
-// limited to one), an fsync made the usual way costs far more CPU than the
-// fsync itself. The Go runtime sees a P in a system call; after one sysmon
-// tick (20 µs) sysmon hands the P to another thread, and the thread back
-// from the fsync must find it again; and every such hand-off resets sysmon
-// to polling every 20 µs, so with an fsync per Raft entry sysmon never
-// sleeps longer: 13% of a one-node server's CPU under SADD -P1, on top of
-// the hand-offs' futex wake-ups. A raw system call keeps the P through the
-// fsync, so the runtime sees nothing to hand off: a SADD -P1 then cost 0.80×
-// the CPU and the rate rose 1.20× (docs/benchmarks.md, "An fsync that holds
-// the CPU").
+// With one P (GOMAXPROCS=1: a process pinned to one CPU by taskset, docker
+// --cpuset-cpus or Kubernetes' static CPU manager, or GOMAXPROCS=1 set; a
+// CPU quota below 2 still gives two Ps), an fsync made the usual way costs
+// far more CPU than the fsync itself. The Go runtime sees a P in a system
+// call; after a sysmon tick or two (20 µs each) sysmon hands the P to
+// another thread, and the thread back from the fsync must find it again;
+// and every such hand-off resets sysmon to polling every 20 µs, so with an
+// fsync per Raft entry sysmon never sleeps longer: 13% of a one-node
+// server's CPU under SADD -P1, on top of the hand-offs' futex wake-ups. A
+// raw system call keeps the P through the fsync, so the runtime sees
+// nothing to hand off: a SADD -P1 then cost 0.80× the CPU and the rate rose
+// 1.20× (docs/benchmarks.md, "An fsync that holds the CPU").
 //
-// The price is that with one P nothing else in the process runs during the
-// fsync: reads and the parsing of the next requests wait for it, where the
-// hand-off would have let them run. That is a loss when an fsync is slow
-// (the CPU idles for its whole length, where the hand-off costs a bounded
-// amount), so the raw call is used only while the log's fsyncs are quick:
-// an average under quickSyncBelow. Redis's appendfsync always makes the same
-// choice on every disk: its one thread blocks in fdatasync.
-const quickSyncBelow = 500 * time.Microsecond
+// The price: with one P the whole process is frozen during the fsync, as
+// Redis's one thread is in its appendfsync always. Reads, the parsing of
+// the next requests, Raft's heartbeats all wait for it, where the hand-off
+// would have let them run. That is a loss when fsyncs are slow (the CPU
+// idles for the fsync's whole length, where the hand-off costs a bounded
+// amount), so the raw call is used only while the held fsyncs average
+// under quickSyncBelow; once they do not, one fsync in probeEvery is still
+// held, to notice when the disk is quick again. And it is used only while
+// the process has one log open: with several (a host of several shards)
+// one log's held fsync would keep the others from starting theirs.
+const (
+	quickSyncBelow = 500 * time.Microsecond
+	probeEvery     = 64
+)
+
+// openLogs counts the raft-wal logs open in the process.
+var openLogs atomic.Int32
 
 // syncStats is what one log's segment files share: the running average of
-// their fsyncs (an exponentially weighted mean, 1/8 per sample) and counts
-// for INFO.
+// their held fsyncs (an exponentially weighted mean, 1/8 per sample; the
+// usual path's times are not samples, as they include the wait for the P
+// to come back) and counts for INFO.
 type syncStats struct {
-	avg   atomic.Int64 // ns
+	avg   atomic.Int64 // ns; 0 until the first held fsync
 	syncs atomic.Uint64
 	held  atomic.Uint64 // syncs made holding the P
 }
 
-func (s *syncStats) add(d time.Duration, held bool) {
-	// raft-wal syncs only its tail segment, under its writer lock: one
-	// writer, so a load and a store are enough.
-	old := s.avg.Load()
-	if old == 0 {
-		s.avg.Store(int64(d))
-	} else {
-		s.avg.Store(old + (int64(d)-old)/8)
+// holdP reports whether the next fsync, the syncs-th, should hold the P.
+func (s *syncStats) holdP(alone bool, quickBelow time.Duration) bool {
+	if !alone {
+		return false
 	}
-	s.syncs.Add(1)
-	if held {
-		s.held.Add(1)
-	}
+	return time.Duration(s.avg.Load()) < quickBelow || s.syncs.Load()%probeEvery == 0
 }
 
-// holdP reports whether the next fsync should hold the P: with procs Ps,
-// after a first fsync through the file's own Sync, while fsyncs average
-// under quickSyncBelow.
-func (s *syncStats) holdP(procs int, firstDone bool) bool {
-	return procs == 1 && firstDone && time.Duration(s.avg.Load()) < quickSyncBelow
+func (s *syncStats) add(held bool, d time.Duration) {
+	// raft-wal syncs only its tail segment, under its writer lock: one
+	// writer, so a load and a store are enough.
+	if held {
+		old := s.avg.Load()
+		if old == 0 {
+			s.avg.Store(int64(d))
+		} else {
+			s.avg.Store(old + (int64(d)-old)/8)
+		}
+		s.held.Add(1)
+	}
+	s.syncs.Add(1)
 }
 
 // syncFS is raft-wal's file system with segment files whose Sync may hold
-// the P. procs reports GOMAXPROCS (tests replace it).
+// the P. alone reports whether the process runs one P and this one log;
+// quickBelow is quickSyncBelow (tests replace both).
 type syncFS struct {
 	types.VFS
-	stats *syncStats
-	procs func() int
+	stats      *syncStats
+	alone      func() bool
+	quickBelow time.Duration
 }
 
 func newSyncFS(stats *syncStats) syncFS {
-	return syncFS{VFS: fs.New(), stats: stats, procs: func() int { return runtime.GOMAXPROCS(0) }}
+	return syncFS{
+		VFS:        fs.New(),
+		stats:      stats,
+		alone:      func() bool { return runtime.GOMAXPROCS(0) == 1 && openLogs.Load() == 1 },
+		quickBelow: quickSyncBelow,
+	}
 }
 
 func (v syncFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
@@ -98,16 +117,15 @@ type syncFile struct {
 }
 
 func (f *syncFile) Sync() error {
-	start := time.Now()
-	held := f.fs.stats.holdP(f.fs.procs(), f.firstDone)
-	var err error
-	if held {
-		held, err = fsyncHoldingP(f.WritableFile)
+	if f.firstDone && f.fs.stats.holdP(f.fs.alone(), f.fs.quickBelow) {
+		start := time.Now()
+		if held, err := fsyncHoldingP(f.WritableFile); held {
+			f.fs.stats.add(true, time.Since(start))
+			return err
+		}
 	}
-	if !held {
-		err = f.WritableFile.Sync()
-		f.firstDone = f.firstDone || err == nil
-	}
-	f.fs.stats.add(time.Since(start), held)
+	err := f.WritableFile.Sync()
+	f.firstDone = f.firstDone || err == nil
+	f.fs.stats.add(false, 0)
 	return err
 }
