@@ -63,7 +63,7 @@ var rules = []rule{
 		notDeps: append([]string{"raftset/cluster", "raftset/fsm", "raftset/snapshot"}, raftPkgs...)},
 	{pkg: "cluster",
 		may:     []string{"fsm", "snapshot", "internal/command", "internal/setenc", "internal/strictint", "internal/respwire", "internal/peerauth", "internal/peerauth/challenge", "internal/raftmux", "internal/tlsconf", "internal/glob", "internal/acl", "internal/stats", "internal/slot", "internal/memlimit"},
-		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2", "github.com/hashicorp/raft-wal", "github.com/hashicorp/raft-wal/migrate", "go.etcd.io/bbolt", "github.com/hashicorp/go-hclog", "github.com/hashicorp/go-metrics/compat"},
+		ext:     []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2", "github.com/hashicorp/raft-wal/...", "go.etcd.io/bbolt", "github.com/hashicorp/go-hclog", "github.com/hashicorp/go-metrics/compat"},
 		notDeps: []string{"raftset/resp"}},
 	{pkg: "fsm",
 		may:     []string{"snapshot", "internal/command", "internal/setenc", "internal/setenc/hashtable", "internal/strictint", "internal/glob", "internal/script", "internal/acl", "internal/alloc", "internal/slot"},
