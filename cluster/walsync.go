@@ -41,9 +41,9 @@ const (
 var openLogs atomic.Int32
 
 // syncStats is what one log's segment files share: the running average of
-// their held fsyncs (an exponentially weighted mean, 1/8 per sample; the
-// usual path's times are not samples, as they include the wait for the P
-// to come back) and counts for INFO.
+// their held fsyncs (an exponentially weighted mean, 1/8 per sample, each
+// at most twice quickSyncBelow; the usual path's times are not samples, as
+// they include the wait for the P to come back) and counts for INFO.
 type syncStats struct {
 	avg   atomic.Int64 // ns; 0 until the first held fsync
 	syncs atomic.Uint64
@@ -120,7 +120,10 @@ func (f *syncFile) Sync() error {
 	if f.firstDone && f.fs.stats.holdP(f.fs.alone(), f.fs.quickBelow) {
 		start := time.Now()
 		if held, err := fsyncHoldingP(f.WritableFile); held {
-			f.fs.stats.add(true, time.Since(start))
+			// A sample counts for at most twice the line: one fsync
+			// the disk stalled for milliseconds would otherwise keep
+			// the average over it for hundreds of quick ones.
+			f.fs.stats.add(true, min(time.Since(start), 2*f.fs.quickBelow))
 			return err
 		}
 	}
