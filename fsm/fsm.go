@@ -52,6 +52,10 @@ type FSM struct {
 	decMu sync.Mutex
 	dec   command.Decoder
 
+	// warmKeys and warmPos are warm's reused storage (under mu).
+	warmKeys [][]byte
+	warmPos  []int
+
 	applied   atomic.Uint64
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced whenever applied grows
@@ -196,6 +200,7 @@ func (f *FSM) applyLocked(l *raft.Log, e *command.Entry) *ApplyResult {
 	}
 	res := &ApplyResult{Replies: make([][]byte, len(e.Ops))}
 	ends := make([]int, len(e.Ops))
+	f.warm(e.Ops)
 	for i := range e.Ops {
 		c.opPos = i
 		c.src = nil

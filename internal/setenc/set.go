@@ -368,3 +368,13 @@ func intEntrySize(v int64) int {
 		return 10
 	}
 }
+
+// Warm loads the first byte of the set's storage (its blob, or its
+// hashtable's header) and returns it: a caller about to use many sets loads
+// them all first so that their cache misses overlap (fsm's keyspace warm).
+func (s *Set) Warm() byte {
+	if s.p == nil || (s.n == 0 && s.kind() != Hashtable) {
+		return 0
+	}
+	return *(*byte)(s.p)
+}
