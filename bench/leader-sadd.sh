@@ -4,8 +4,9 @@
 # timeouts), after SEED SADDs (default none), printing the req/s, the CPU
 # seconds per million SADDs (utime+stime from /proc) of the leader and of all
 # the processes, the ops per Raft entry, the leader's garbage collections
-# since it started (INFO memory's go_num_gc), and how many of its log fsyncs
-# held the CPU (cluster/walsync.go). With
+# since it started (INFO memory's go_num_gc), how many of its log fsyncs
+# held the CPU (cluster/walsync.go), and its read and write system calls per
+# SADD (syscr, syscw of /proc/<pid>/io: sockets and files alike). With
 # PROFILE set, a 15 s CPU profile of the leader is taken 3 s into the run
 # (--pprof-addr) and written there, for `go tool pprof -top BIN PROFILE`.
 # Alternate two builds by hand to compare them (docs/benchmarks.md):
@@ -70,7 +71,8 @@ if [ "$SEED" -gt 0 ]; then
     sadd __rand_int__ __rand_int__ >/dev/null 2>&1
 fi
 
-t0=$(cpu_ticks "$lp"); a0=$(all_ticks)
+io_field() { awk -v k="$2:" '$1==k {print $2}' "/proc/$1/io" 2>/dev/null || echo 0; }
+t0=$(cpu_ticks "$lp"); a0=$(all_ticks); r0=$(io_field "$lp" syscr); w0=$(io_field "$lp" syscw)
 "${load[@]}" redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P "$PIPE" -n "$N" -r 200000 --threads 2 -q --csv \
   sadd __rand_int__ __rand_int__ >"$work/bench.out" 2>&1 &
 bp=$!
@@ -81,14 +83,15 @@ if [ -n "$PROFILE" ]; then
   curl -sf -o "$PROFILE" "http://127.0.0.1:${pp[pn]}/debug/pprof/profile?seconds=15"
 fi
 wait "$bp"
-t1=$(cpu_ticks "$lp"); a1=$(all_ticks)
+t1=$(cpu_ticks "$lp"); a1=$(all_ticks); r1=$(io_field "$lp" syscr); w1=$(io_field "$lp" syscw)
 [ "$(info_field "${cp[l]}" raft_leader_id)" = "n$l" ] || echo "warning: leadership moved during the run" >&2
 
 hz=$(getconf CLK_TCK)
 m=$(echo "$N / 1000000" | bc -l)
 e=$(info_field "${cp[l]}" raft_entries_proposed); o=$(info_field "${cp[l]}" raft_ops_proposed)
-printf '%s: sadd req/s %s leader_cpu_s_per_M %.2f total_cpu_s_per_M %.2f ops_per_entry %.0f leader_gc_cycles %s leader_syncs_holding_cpu %s/%s load %s\n' \
+printf '%s: sadd req/s %s leader_cpu_s_per_M %.2f total_cpu_s_per_M %.2f ops_per_entry %.0f leader_gc_cycles %s leader_syncs_holding_cpu %s/%s leader_reads_per_op %.3f leader_writes_per_op %.3f load %s\n' \
   "$(basename "$bin")" "$(tail -1 "$work/bench.out" | cut -d, -f2 | tr -d '"')" \
   "$(echo "($t1 - $t0) / $hz / $m" | bc -l)" "$(echo "($a1 - $a0) / $hz / $m" | bc -l)" \
   "$(echo "$o / $e" | bc -l)" "$(info_field "${cp[l]}" go_num_gc memory)" \
-  "$(info_field "${cp[l]}" raft_log_syncs_holding_cpu)" "$(info_field "${cp[l]}" raft_log_syncs)" "$(cut -d' ' -f1 /proc/loadavg)"
+  "$(info_field "${cp[l]}" raft_log_syncs_holding_cpu)" "$(info_field "${cp[l]}" raft_log_syncs)" \
+  "$(echo "($r1 - $r0) / $N" | bc -l)" "$(echo "($w1 - $w0) / $N" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"

@@ -101,6 +101,14 @@ type Config struct {
 	// a few bytes to hundreds of KiB, so an entry count alone bounds the log
 	// (and raft.db, which never shrinks) badly. Default 32 MiB; negative: off.
 	SnapshotLogBytes int64
+	// SnapshotLogPercent scales SnapshotLogBytes with the data: a snapshot
+	// for the log's size waits until the log grew by this percentage of the
+	// latest snapshot's size too (the larger of the two bounds wins), as
+	// Redis rewrites its AOF once it grew by auto-aof-rewrite-percentage.
+	// A snapshot costs time in proportion to the data, so with a fixed
+	// bound a large dataset was written out again every few seconds of
+	// writes. Default 100; negative: the fixed bound alone.
+	SnapshotLogPercent int
 	// TrailingLogBytes bounds the log kept after a snapshot in bytes: the
 	// node lowers TrailingLogs to this many bytes' worth of recent entries
 	// (at their recent average size), never below 64 entries. Default 8 MiB;
@@ -212,6 +220,7 @@ func DefaultConfig() Config {
 		SnapshotRetain:     2,
 		TrailingLogs:       10240,
 		SnapshotLogBytes:   32 << 20,
+		SnapshotLogPercent: 100,
 		TrailingLogBytes:   8 << 20,
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    500 * time.Millisecond,
@@ -246,6 +255,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.SnapshotLogBytes == 0 {
 		c.SnapshotLogBytes = d.SnapshotLogBytes
+	}
+	if c.SnapshotLogPercent == 0 {
+		c.SnapshotLogPercent = d.SnapshotLogPercent
 	}
 	if c.TrailingLogBytes == 0 {
 		c.TrailingLogBytes = d.TrailingLogBytes

@@ -291,6 +291,7 @@ func (n *Node) infoRaft(stats map[string]string) InfoSection {
 		kv("raft_last_log_term", stats["last_log_term"]),
 		kv("raft_last_snapshot_index", stats["last_snapshot_index"]),
 		kv("raft_last_snapshot_term", stats["last_snapshot_term"]),
+		kv("raft_log_size_snapshots", itoa(n.st.logSizeSnapshots.Load())),
 		kv("raft_fsm_pending", stats["fsm_pending"]),
 		kv("raft_num_peers", stats["num_peers"]),
 		kv("raft_last_contact", stats["last_contact"]),

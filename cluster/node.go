@@ -107,6 +107,8 @@ type nodeStats struct {
 	defragMoved       atomic.Int64  // bytes the defragmenter packed into slabs
 	defragCycles      atomic.Uint64 // its full passes
 	defragSlabBytes   atomic.Int64  // bytes held in its slabs
+	retentionRounds   atomic.Uint64 // log retention checks made (tests wait on them)
+	logSizeSnapshots  atomic.Uint64 // snapshots taken for the log's size
 }
 
 const (

@@ -17,7 +17,9 @@ import (
 // file space back, so the file — and the pages of it the node has mapped,
 // which count in its RSS — stay at that high-water mark. Counting bytes
 // bounds both: a snapshot once SnapshotLogBytes were stored since the last
-// one, and TrailingLogs lowered so the kept tail is about TrailingLogBytes.
+// one (or, once the data is larger, SnapshotLogPercent of the latest
+// snapshot's size), and TrailingLogs lowered so the kept tail is about
+// TrailingLogBytes.
 
 const (
 	retentionPeriod = 250 * time.Millisecond
@@ -35,6 +37,7 @@ func (n *Node) runLogRetention() {
 	// Bytes and entries stored up to the last snapshot this loop knows of.
 	baseBytes, baseEntries := n.stores.bytes.Load(), n.stores.entries.Load()
 	lastSnap := n.lastSnapshotIndex()
+	bound := snapshotLogBound(n.cfg.SnapshotLogBytes, n.cfg.SnapshotLogPercent, n.latestSnapshotSize())
 	for {
 		select {
 		case <-n.stopCh:
@@ -59,12 +62,14 @@ func (n *Node) runLogRetention() {
 			// Raft took one (entry threshold, SAVE, catch-up install).
 			lastSnap = idx
 			baseBytes, baseEntries = n.stores.bytes.Load(), n.stores.entries.Load()
+			bound = snapshotLogBound(n.cfg.SnapshotLogBytes, n.cfg.SnapshotLogPercent, n.latestSnapshotSize())
 		}
 		bytes, entries := n.stores.bytes.Load()-baseBytes, n.stores.entries.Load()-baseEntries
+		n.st.retentionRounds.Add(1)
 		if entries >= 16 {
 			n.fitTrailingLogs(bytes / entries)
 		}
-		if n.cfg.SnapshotLogBytes < 0 || bytes < uint64(n.cfg.SnapshotLogBytes) {
+		if bound == 0 || bytes < bound {
 			continue
 		}
 		markBytes, markEntries := n.stores.bytes.Load(), n.stores.entries.Load()
@@ -72,6 +77,7 @@ func (n *Node) runLogRetention() {
 		err := n.raft.Snapshot().Error()
 		switch {
 		case err == nil:
+			n.st.logSizeSnapshots.Add(1)
 			n.log.Debug("snapshot for log size", "log_bytes", bytes, "entries", entries, "took", time.Since(start))
 		case errors.Is(err, raft.ErrNothingNewToSnapshot), errors.Is(err, raft.ErrRaftShutdown):
 		default:
@@ -80,7 +86,36 @@ func (n *Node) runLogRetention() {
 		}
 		baseBytes, baseEntries = markBytes, markEntries
 		lastSnap = n.lastSnapshotIndex()
+		bound = snapshotLogBound(n.cfg.SnapshotLogBytes, n.cfg.SnapshotLogPercent, n.latestSnapshotSize())
 	}
+}
+
+// snapshotLogBound is how many bytes of log since the latest snapshot call
+// for the next one: fixed, or percent of the latest snapshot's size when
+// that is more (0: never, fixed is negative). Writing a snapshot costs in
+// proportion to the data while the log grows with the writes, so a bound in
+// proportion to the snapshot keeps the snapshots' share of the work
+// constant as the data grows, where a fixed one had a node of a few GB
+// writing it out again every few seconds of writes.
+func snapshotLogBound(fixed int64, percent int, snapSize int64) uint64 {
+	if fixed < 0 {
+		return 0
+	}
+	b := uint64(fixed)
+	if percent > 0 && snapSize > 0 {
+		b = max(b, uint64(snapSize)/100*uint64(percent))
+	}
+	return b
+}
+
+// latestSnapshotSize is the size in bytes of the newest snapshot this node
+// keeps, 0 when it has none or cannot tell.
+func (n *Node) latestSnapshotSize() int64 {
+	metas, err := n.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return 0
+	}
+	return metas[0].Size
 }
 
 // fitTrailingLogs sets Raft's TrailingLogs to TrailingLogBytes' worth of

@@ -43,3 +43,76 @@ func TestLogRetentionBySize(t *testing.T) {
 		t.Fatalf("TrailingLogs = %d, want about 125", rc.TrailingLogs)
 	}
 }
+
+func TestSnapshotLogBound(t *testing.T) {
+	for _, c := range []struct {
+		fixed    int64
+		percent  int
+		snapSize int64
+		want     uint64
+	}{
+		{32 << 20, 100, 0, 32 << 20},          // no snapshot yet: the fixed bound
+		{32 << 20, 100, 10 << 20, 32 << 20},   // small data: the fixed bound
+		{32 << 20, 100, 300 << 20, 300 << 20}, // large data: its snapshot's size
+		{32 << 20, 50, 300 << 20, 150 << 20},
+		{32 << 20, 200, 300 << 20, 600 << 20},
+		{32 << 20, -1, 300 << 20, 32 << 20}, // percentage off
+		{-1, 100, 300 << 20, 0},             // snapshots for the log's size off
+	} {
+		if got := snapshotLogBound(c.fixed, c.percent, c.snapSize); got != c.want {
+			t.Errorf("snapshotLogBound(%d, %d, %d) = %d, want %d", c.fixed, c.percent, c.snapSize, got, c.want)
+		}
+	}
+}
+
+// Once the data's snapshot is larger than SnapshotLogBytes, the next
+// snapshot for the log's size waits until the log grew by the snapshot's
+// size (SnapshotLogPercent 100), not by SnapshotLogBytes.
+func TestLogRetentionScalesWithSnapshot(t *testing.T) {
+	cfg := diskConfig(t, t.TempDir())
+	cfg.SnapshotThreshold = 1 << 40
+	cfg.SnapshotLogBytes = 32 << 10
+	cfg.SnapshotLogPercent = 100
+	n := mustNode(t, cfg, newFakeFSM(), true)
+	ctx := context.Background()
+	member := strings.Repeat("m", 500)
+	written := 0
+	write := func(count int) {
+		t.Helper()
+		for range count {
+			if got := n.Write(ctx, []command.Op{cmd("sadd", "s", fmt.Sprint(written, member))}); string(got[0]) != ":1\r\n" {
+				t.Fatalf("write %d: %q", written, got[0])
+			}
+			written++
+		}
+	}
+	// rounds waits until the retention loop has made two more checks, so
+	// one of them saw everything written before the call.
+	rounds := func() {
+		t.Helper()
+		r := n.st.retentionRounds.Load()
+		testutil.WaitFor(t, 10*time.Second, "two log retention checks", func() bool {
+			return n.st.retentionRounds.Load() >= r+2
+		})
+	}
+	write(600) // about 300 KiB of data, in ~520-byte entries
+	if err := n.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	size := n.latestSnapshotSize()
+	if size < 8*cfg.SnapshotLogBytes {
+		t.Fatalf("the snapshot has %d bytes, want well over SnapshotLogBytes (%d)", size, cfg.SnapshotLogBytes)
+	}
+	rounds()
+	snap, base := n.lastSnapshotIndex(), n.stores.bytes.Load()
+	for n.lastSnapshotIndex() == snap {
+		if grew := n.stores.bytes.Load() - base; grew > uint64(size)+4*uint64(cfg.SnapshotLogBytes) {
+			t.Fatalf("no snapshot after %d bytes of log; the latest snapshot has %d", grew, size)
+		}
+		write(60) // about SnapshotLogBytes of log
+		rounds()
+	}
+	if grew := n.stores.bytes.Load() - base; grew < uint64(size) {
+		t.Fatalf("a snapshot after %d bytes of log, before the log grew by the latest snapshot's %d", grew, size)
+	}
+}

@@ -43,6 +43,7 @@ type Config struct {
 	SnapshotInterval        time.Duration
 	TrailingLogs            uint64
 	SnapshotLogBytes        int64 // 0: off
+	SnapshotLogPercent      int   // 0: off
 	TrailingLogBytes        int64 // 0: off
 	RequirePass             string
 	ACLFile                 string // ACL LOAD / ACL SAVE; not read at start: users are replicated
@@ -455,6 +456,11 @@ func sections() []section {
 			memoryDirective("snapshot-log-size", func(c *Config) *int64 { return &c.SnapshotLogBytes }).is("32mb",
 				"Also snapshot once this many bytes of log were written since the last one (group commit packs from one "+
 					"to thousands of commands in an entry, so counting entries alone lets `raft.db` grow to hundreds of MB). `0`: off."),
+			intDirective("snapshot-log-percentage", func(c *Config) *int { return &c.SnapshotLogPercent }, 0).is("100",
+				"Once the data is large, wait until the log grew by this percentage of the latest snapshot's size "+
+					"before snapshotting for the log's size (as Redis's `auto-aof-rewrite-percentage`): a snapshot "+
+					"writes all the data, so with `snapshot-log-size` alone a node of a few GB would write it again "+
+					"every few seconds of writes. `0`: `snapshot-log-size` alone."),
 			countDirective("trailing-logs", func(c *Config) *uint64 { return &c.TrailingLogs }).is("10240",
 				"Log entries kept behind a snapshot, so a slightly lagging follower catches up from the log instead of "+
 					"receiving a whole snapshot."),

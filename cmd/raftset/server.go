@@ -197,6 +197,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.SnapshotInterval = cfg.SnapshotInterval
 	cc.TrailingLogs = cfg.TrailingLogs
 	cc.SnapshotLogBytes, cc.TrailingLogBytes = offIsNegative(cfg.SnapshotLogBytes), offIsNegative(cfg.TrailingLogBytes)
+	cc.SnapshotLogPercent = int(offIsNegative(int64(cfg.SnapshotLogPercent)))
 	cc.HeartbeatTimeout, cc.ElectionTimeout = cfg.HeartbeatTimeout, cfg.ElectionTimeout
 	cc.LeaderLeaseTimeout, cc.CommitTimeout = cfg.LeaderLeaseTimeout, cfg.CommitTimeout
 	cc.MaxAppendEntries = cfg.MaxAppendEntries
