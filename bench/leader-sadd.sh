@@ -34,15 +34,8 @@ if [ "$PIN" = 1 ]; then
   [ "$NODES" = 1 ] || { echo "PIN=1 is for NODES=1 (it would put every node on CPU 0)" >&2; exit 2; }
   srv=(taskset -c 0) load=(taskset -c 1)
 fi
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
 . "$(dirname "$0")/lib.sh"
+bench_scratch
 all_ticks() { local t=0 p; for p in "${pids[@]}"; do t=$((t + $(cpu_ticks "$p"))); done; echo "$t"; }
 info_field() { timeout 1 redis-cli -p "$1" INFO "${3:-raft}" 2>/dev/null | tr -d '\r' | awk -F: -v k="$2" '$1==k {print $2}'; }
 

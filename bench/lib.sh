@@ -25,14 +25,19 @@ cpu_ticks() {
   echo $((${12} + ${13}))
 }
 
-# bench_init makes the scratch directory $work, removed on exit together
-# with every process whose pid the script appends to pids, and puts the
-# raftset under test at $work/raftset: $RAFTSET_BIN when set (bench/ab.sh
-# compares two builds), else a build of this tree.
-bench_init() {
+# bench_scratch makes the scratch directory $work, removed on exit together
+# with every process whose pid the script appends to pids.
+bench_scratch() {
   work=$(mktemp -d)
   pids=()
   trap bench_cleanup EXIT
+}
+
+# bench_init is bench_scratch that also puts the raftset under test at
+# $work/raftset: $RAFTSET_BIN when set (bench/ab.sh compares two builds),
+# else a build of this tree.
+bench_init() {
+  bench_scratch
   if [ -n "${RAFTSET_BIN:-}" ]; then cp "$RAFTSET_BIN" "$work/raftset"; else go build -o "$work/raftset" ./cmd/raftset; fi
 }
 bench_cleanup() {

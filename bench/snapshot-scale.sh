@@ -28,14 +28,7 @@ ARGS=${ARGS:-}
 srv=() load=()
 if [ "$PIN" = 1 ]; then srv=(taskset -c 0) load=(taskset -c 1); fi
 . bench/lib.sh
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_scratch
 
 rport=$(free_port)
 redis-server --port "$rport" --bind 127.0.0.1 --dir "$work" --save '' --appendonly no >"$work/redis.log" 2>&1 &
