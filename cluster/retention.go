@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"math"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -102,8 +103,11 @@ func snapshotLogBound(fixed int64, percent int, snapSize int64) uint64 {
 		return 0
 	}
 	b := uint64(fixed)
-	if percent > 0 && snapSize > 0 {
-		b = max(b, uint64(snapSize)/100*uint64(percent))
+	if unit := uint64(max(snapSize, 0)) / 100; percent > 0 && unit > 0 {
+		if uint64(percent) > math.MaxUint64/unit {
+			return math.MaxUint64
+		}
+		b = max(b, unit*uint64(percent))
 	}
 	return b
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -56,8 +57,9 @@ func TestSnapshotLogBound(t *testing.T) {
 		{32 << 20, 100, 300 << 20, 300 << 20}, // large data: its snapshot's size
 		{32 << 20, 50, 300 << 20, 150 << 20},
 		{32 << 20, 200, 300 << 20, 600 << 20},
-		{32 << 20, -1, 300 << 20, 32 << 20}, // percentage off
-		{-1, 100, 300 << 20, 0},             // snapshots for the log's size off
+		{32 << 20, -1, 300 << 20, 32 << 20},              // percentage off
+		{-1, 100, 300 << 20, 0},                          // snapshots for the log's size off
+		{32 << 20, math.MaxInt, 1 << 40, math.MaxUint64}, // no overflow
 	} {
 		if got := snapshotLogBound(c.fixed, c.percent, c.snapSize); got != c.want {
 			t.Errorf("snapshotLogBound(%d, %d, %d) = %d, want %d", c.fixed, c.percent, c.snapSize, got, c.want)
