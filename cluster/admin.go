@@ -346,6 +346,33 @@ func configParams() []configParam {
 				return n.raft.ReloadConfig(rc)
 			},
 		},
+		// The snapshot for the log's size (retention.go): 0 is off, as in
+		// the config file (-1 in Config).
+		{
+			name: "snapshot-log-size",
+			get:  func(n *Node) string { return strconv.FormatInt(max(n.snapLogBytes.Load(), 0), 10) },
+			check: func(v string) error {
+				if _, ok := fsm.ParseMemory(v); !ok {
+					return errors.New("argument must be a memory value")
+				}
+				return nil
+			},
+			apply: func(n *Node, v string) error {
+				b, _ := fsm.ParseMemory(v)
+				n.snapLogBytes.Store(offIsNegative(b))
+				return nil
+			},
+		},
+		{
+			name:  "snapshot-log-percentage",
+			get:   func(n *Node) string { return strconv.FormatInt(max(n.snapLogPercent.Load(), 0), 10) },
+			check: nonNegInt,
+			apply: func(n *Node, v string) error {
+				p, _ := strconv.ParseInt(v, 10, 64)
+				n.snapLogPercent.Store(offIsNegative(p))
+				return nil
+			},
+		},
 		// Read-only answers that Redis clients and tools ask for.
 		// Accepted and echoed, changing nothing: every write is in the Raft
 		// log, synced on a majority, before it is acknowledged, whatever
@@ -364,6 +391,14 @@ func configParams() []configParam {
 		{name: "maxmemory-eviction-tenacity", get: evictGet(func(c fsm.EvictConfig) string { return strconv.Itoa(c.Tenacity) }),
 			replicated: true, check: evictCheck("maxmemory-eviction-tenacity")},
 	}
+}
+
+// offIsNegative maps a setting's 0 (off) to Config's -1.
+func offIsNegative(v int64) int64 {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 func evictGet(f func(fsm.EvictConfig) string) func(n *Node) string {

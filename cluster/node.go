@@ -38,8 +38,11 @@ type Node struct {
 	// walSyncs counts walLog's fsyncs (walsync.go); zero for other stores.
 	walSyncs *syncStats
 	cache    *logCache // over bolt; nil in memory
-	snaps    raft.SnapshotStore
-	opened   *openedSnapshots // snaps, noting what Raft opens (stalesnap.go)
+	// The bounds of a snapshot for the log's size: cfg.SnapshotLogBytes and
+	// cfg.SnapshotLogPercent until CONFIG SET changes them.
+	snapLogBytes, snapLogPercent atomic.Int64
+	snaps                        raft.SnapshotStore
+	opened                       *openedSnapshots // snaps, noting what Raft opens (stalesnap.go)
 	// raftStarted is set once n.raft is assigned; Raft's goroutines, started
 	// inside NewRaft, read n.raft only after seeing it.
 	raftStarted atomic.Bool
@@ -149,6 +152,8 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 		clock:   newNodeClock(cfg.ClockOffset),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.snapLogBytes.Store(cfg.SnapshotLogBytes)
+	n.snapLogPercent.Store(int64(cfg.SnapshotLogPercent))
 	n.meta = newMetaFSM(f)
 	n.pool.leaderOnly = true
 	n.pool.timeout = cfg.ApplyTimeout + cfg.BarrierTimeout

@@ -29,16 +29,13 @@ const (
 
 func (n *Node) runLogRetention() {
 	defer n.wg.Done()
-	// The loop also empties the idle log cache (logcache.go).
-	if n.cfg.SnapshotLogBytes < 0 && n.cfg.TrailingLogBytes < 0 && n.cache == nil {
-		return
-	}
+	// The loop also empties the idle log cache (logcache.go). It runs even
+	// with every bound off, which CONFIG SET may turn on.
 	t := time.NewTicker(retentionPeriod)
 	defer t.Stop()
 	// Bytes and entries stored up to the last snapshot this loop knows of.
 	baseBytes, baseEntries := n.stores.bytes.Load(), n.stores.entries.Load()
-	lastSnap := n.lastSnapshotIndex()
-	bound := snapshotLogBound(n.cfg.SnapshotLogBytes, n.cfg.SnapshotLogPercent, n.latestSnapshotSize())
+	lastSnap, snapSize := n.lastSnapshotIndex(), n.latestSnapshotSize()
 	for {
 		select {
 		case <-n.stopCh:
@@ -63,13 +60,14 @@ func (n *Node) runLogRetention() {
 			// Raft took one (entry threshold, SAVE, catch-up install).
 			lastSnap = idx
 			baseBytes, baseEntries = n.stores.bytes.Load(), n.stores.entries.Load()
-			bound = snapshotLogBound(n.cfg.SnapshotLogBytes, n.cfg.SnapshotLogPercent, n.latestSnapshotSize())
+			snapSize = n.latestSnapshotSize()
 		}
 		bytes, entries := n.stores.bytes.Load()-baseBytes, n.stores.entries.Load()-baseEntries
 		n.st.retentionRounds.Add(1)
 		if entries >= 16 {
 			n.fitTrailingLogs(bytes / entries)
 		}
+		bound := snapshotLogBound(n.snapLogBytes.Load(), int(n.snapLogPercent.Load()), snapSize)
 		if bound == 0 || bytes < bound {
 			continue
 		}
@@ -86,8 +84,7 @@ func (n *Node) runLogRetention() {
 			continue
 		}
 		baseBytes, baseEntries = markBytes, markEntries
-		lastSnap = n.lastSnapshotIndex()
-		bound = snapshotLogBound(n.cfg.SnapshotLogBytes, n.cfg.SnapshotLogPercent, n.latestSnapshotSize())
+		lastSnap, snapSize = n.lastSnapshotIndex(), n.latestSnapshotSize()
 	}
 }
 

@@ -118,3 +118,35 @@ func TestLogRetentionScalesWithSnapshot(t *testing.T) {
 		t.Fatalf("a snapshot after %d bytes of log, before the log grew by the latest snapshot's %d", grew, size)
 	}
 }
+
+// CONFIG SET snapshot-log-size turns the snapshot for the log's size on in a
+// running node that started with it off.
+func TestLogRetentionConfigSet(t *testing.T) {
+	cfg := diskConfig(t, t.TempDir())
+	cfg.SnapshotThreshold = 1 << 40
+	cfg.SnapshotLogBytes = -1
+	n := mustNode(t, cfg, newFakeFSM(), true)
+	ctx := context.Background()
+	member := strings.Repeat("m", 500)
+	for i := range 200 { // about 100 KiB of log
+		if got := n.Write(ctx, []command.Op{cmd("sadd", "s", fmt.Sprint(i, member))}); string(got[0]) != ":1\r\n" {
+			t.Fatalf("write %d: %q", i, got[0])
+		}
+	}
+	r := n.st.retentionRounds.Load()
+	testutil.WaitFor(t, 10*time.Second, "two log retention checks", func() bool {
+		return n.st.retentionRounds.Load() >= r+2
+	})
+	if idx := n.lastSnapshotIndex(); idx != 0 {
+		t.Fatalf("a snapshot (index %d) with snapshot-log-size off", idx)
+	}
+	if got := string(n.Admin(ctx, args("config", "set", "snapshot-log-size", "32kb"))); got != "+OK\r\n" {
+		t.Fatalf("CONFIG SET: %q", got)
+	}
+	testutil.WaitFor(t, 10*time.Second, "a snapshot for the log's size", func() bool {
+		return n.lastSnapshotIndex() > 0
+	})
+	if got := n.st.logSizeSnapshots.Load(); got != 1 {
+		t.Fatalf("raft_log_size_snapshots = %d, want 1", got)
+	}
+}

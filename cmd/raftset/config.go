@@ -427,7 +427,8 @@ func sections() []section {
 				get: func(c *Config) string { return strconv.Itoa(c.MaxAppendEntries) }, def: "64",
 				doc: "The most log entries sent in one AppendEntries request (1 to 1024)."},
 		}},
-		{"Storage and snapshots", "", []directive{
+		{"Storage and snapshots", "CONFIG SET changes `snapshot-threshold`, `snapshot-interval`, `snapshot-log-size` and " +
+			"`snapshot-log-percentage` on this node at once.", []directive{
 			stringDirective("dir", func(c *Config) *string { return &c.Dir }).is("./raftset-data",
 				"Where the Raft log (`raft.db` or `wal/`), the stable store (`raft.db`) and the snapshots live."),
 			stringDirective("save", func(c *Config) *string { return &c.Save }).is("",
