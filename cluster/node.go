@@ -43,6 +43,7 @@ type Node struct {
 	snapLogBytes, snapLogPercent atomic.Int64
 	snaps                        raft.SnapshotStore
 	opened                       *openedSnapshots // snaps, noting what Raft opens (stalesnap.go)
+	sized                        *sizedSnapshots  // below opened, noting the size of what Raft writes (retention.go)
 	// raftStarted is set once n.raft is assigned; Raft's goroutines, started
 	// inside NewRaft, read n.raft only after seeing it.
 	raftStarted atomic.Bool
@@ -253,7 +254,8 @@ func (n *Node) openStores() (raft.StableStore, error) {
 	if cfg.wrapLogStore != nil {
 		n.logs = cfg.wrapLogStore(n.logs)
 	}
-	n.opened = &openedSnapshots{SnapshotStore: n.snaps}
+	n.sized = &sizedSnapshots{SnapshotStore: n.snaps}
+	n.opened = &openedSnapshots{SnapshotStore: n.sized}
 	n.snaps = n.opened
 	n.meta.checkRestore = n.refuseStaleRestore
 	n.stores = &storeNotifier{LogStore: n.logs, signal: make(chan struct{}, 1)}

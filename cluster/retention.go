@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -110,13 +111,55 @@ func snapshotLogBound(fixed int64, percent int, snapSize int64) uint64 {
 }
 
 // latestSnapshotSize is the size in bytes of the newest snapshot this node
-// keeps, 0 when it has none or cannot tell.
+// keeps, 0 when it has none or cannot tell: the size of the last one this
+// process wrote (taken or installed), else the newest on disk. The
+// in-memory store is not listed: its List hands out the meta of a snapshot
+// still being written, which its sink updates without a lock.
 func (n *Node) latestSnapshotSize() int64 {
+	if s := n.sized.latest.Load(); s > 0 || n.cfg.InMemory {
+		return s
+	}
 	metas, err := n.snaps.List()
 	if err != nil || len(metas) == 0 {
 		return 0
 	}
 	return metas[0].Size
+}
+
+// sizedSnapshots notes the size of every snapshot written through it that
+// closed without error.
+type sizedSnapshots struct {
+	raft.SnapshotStore
+	latest atomic.Int64
+}
+
+func (s *sizedSnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.SnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err != nil {
+		return nil, err
+	}
+	return &sizedSink{SnapshotSink: sink, store: s}, nil
+}
+
+type sizedSink struct {
+	raft.SnapshotSink
+	store *sizedSnapshots
+	n     int64
+}
+
+func (s *sizedSink) Write(p []byte) (int, error) {
+	n, err := s.SnapshotSink.Write(p)
+	s.n += int64(n)
+	return n, err
+}
+
+func (s *sizedSink) Close() error {
+	err := s.SnapshotSink.Close()
+	if err == nil {
+		s.store.latest.Store(s.n)
+	}
+	return err
 }
 
 // fitTrailingLogs sets Raft's TrailingLogs to TrailingLogBytes' worth of
