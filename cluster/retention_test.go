@@ -20,14 +20,7 @@ func TestLogRetentionBySize(t *testing.T) {
 	cfg.SnapshotLogBytes = 256 << 10
 	cfg.TrailingLogBytes = 64 << 10
 	n := mustNode(t, cfg, newFakeFSM(), true)
-	ctx := context.Background()
-	member := strings.Repeat("m", 500)
-	const writes = 1200 // one entry each: about 600 KiB of log
-	for i := range writes {
-		if got := n.Write(ctx, []command.Op{cmd("sadd", "s", fmt.Sprint(i, member))}); string(got[0]) != ":1\r\n" {
-			t.Fatalf("write %d: %q", i, got[0])
-		}
-	}
+	writeLargeMembers(t, n, 0, 1200) // about 600 KiB of log
 	testutil.WaitFor(t, 10*time.Second, "a snapshot for the log's size", func() bool {
 		first, _ := n.logs.FirstIndex()
 		return n.lastSnapshotIndex() > 0 && first > 1
@@ -76,28 +69,8 @@ func TestLogRetentionScalesWithSnapshot(t *testing.T) {
 	cfg.SnapshotLogBytes = 32 << 10
 	cfg.SnapshotLogPercent = 100
 	n := mustNode(t, cfg, newFakeFSM(), true)
-	ctx := context.Background()
-	member := strings.Repeat("m", 500)
-	written := 0
-	write := func(count int) {
-		t.Helper()
-		for range count {
-			if got := n.Write(ctx, []command.Op{cmd("sadd", "s", fmt.Sprint(written, member))}); string(got[0]) != ":1\r\n" {
-				t.Fatalf("write %d: %q", written, got[0])
-			}
-			written++
-		}
-	}
-	// rounds waits until the retention loop has made two more checks, so
-	// one of them saw everything written before the call.
-	rounds := func() {
-		t.Helper()
-		r := n.st.retentionRounds.Load()
-		testutil.WaitFor(t, 10*time.Second, "two log retention checks", func() bool {
-			return n.st.retentionRounds.Load() >= r+2
-		})
-	}
-	write(600) // about 300 KiB of data, in ~520-byte entries
+	writeLargeMembers(t, n, 0, 600) // about 300 KiB of data
+	written := 600
 	if err := n.raft.Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,14 +78,15 @@ func TestLogRetentionScalesWithSnapshot(t *testing.T) {
 	if size < 8*cfg.SnapshotLogBytes {
 		t.Fatalf("the snapshot has %d bytes, want well over SnapshotLogBytes (%d)", size, cfg.SnapshotLogBytes)
 	}
-	rounds()
+	waitRetentionRounds(t, n)
 	snap, base := n.lastSnapshotIndex(), n.stores.bytes.Load()
 	for n.lastSnapshotIndex() == snap {
 		if grew := n.stores.bytes.Load() - base; grew > uint64(size)+4*uint64(cfg.SnapshotLogBytes) {
 			t.Fatalf("no snapshot after %d bytes of log; the latest snapshot has %d", grew, size)
 		}
-		write(60) // about SnapshotLogBytes of log
-		rounds()
+		writeLargeMembers(t, n, written, written+60) // about SnapshotLogBytes of log
+		written += 60
+		waitRetentionRounds(t, n)
 	}
 	if grew, bound := n.stores.bytes.Load()-base, snapshotLogBound(cfg.SnapshotLogBytes, 100, size); grew < bound {
 		t.Fatalf("a snapshot after %d bytes of log, before the log grew by the latest snapshot's %d", grew, bound)
@@ -126,21 +100,12 @@ func TestLogRetentionConfigSet(t *testing.T) {
 	cfg.SnapshotThreshold = 1 << 40
 	cfg.SnapshotLogBytes = -1
 	n := mustNode(t, cfg, newFakeFSM(), true)
-	ctx := context.Background()
-	member := strings.Repeat("m", 500)
-	for i := range 200 { // about 100 KiB of log
-		if got := n.Write(ctx, []command.Op{cmd("sadd", "s", fmt.Sprint(i, member))}); string(got[0]) != ":1\r\n" {
-			t.Fatalf("write %d: %q", i, got[0])
-		}
-	}
-	r := n.st.retentionRounds.Load()
-	testutil.WaitFor(t, 10*time.Second, "two log retention checks", func() bool {
-		return n.st.retentionRounds.Load() >= r+2
-	})
+	writeLargeMembers(t, n, 0, 200) // about 100 KiB of log
+	waitRetentionRounds(t, n)
 	if idx := n.lastSnapshotIndex(); idx != 0 {
 		t.Fatalf("a snapshot (index %d) with snapshot-log-size off", idx)
 	}
-	if got := string(n.Admin(ctx, args("config", "set", "snapshot-log-size", "32kb"))); got != "+OK\r\n" {
+	if got := string(n.Admin(context.Background(), args("config", "set", "snapshot-log-size", "32kb"))); got != "+OK\r\n" {
 		t.Fatalf("CONFIG SET: %q", got)
 	}
 	testutil.WaitFor(t, 10*time.Second, "a snapshot for the log's size", func() bool {
@@ -149,4 +114,26 @@ func TestLogRetentionConfigSet(t *testing.T) {
 	if got := n.st.logSizeSnapshots.Load(); got != 1 {
 		t.Fatalf("raft_log_size_snapshots = %d, want 1", got)
 	}
+}
+
+// writeLargeMembers is writeMembers (logstore_test.go) with members of
+// ~510 bytes: one log entry of ~520 bytes each.
+func writeLargeMembers(t *testing.T, n *Node, from, to int) {
+	t.Helper()
+	member := strings.Repeat("m", 500)
+	for i := from; i < to; i++ {
+		if got := n.Write(context.Background(), []command.Op{cmd("sadd", "s", fmt.Sprint(i, member))}); string(got[0]) != ":1\r\n" {
+			t.Fatalf("write %d: %q", i, got[0])
+		}
+	}
+}
+
+// waitRetentionRounds waits until the retention loop has made two more
+// checks, so that one of them saw everything written before the call.
+func waitRetentionRounds(t *testing.T, n *Node) {
+	t.Helper()
+	r := n.st.retentionRounds.Load()
+	testutil.WaitFor(t, 10*time.Second, "two log retention checks", func() bool {
+		return n.st.retentionRounds.Load() >= r+2
+	})
 }
