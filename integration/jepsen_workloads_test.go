@@ -64,7 +64,7 @@ func ttlScenario(seed uint64, d time.Duration) scenario {
 	return scenario{
 		Name: "ttl-clock-ahead", Seed: seed, Backend: "procs", Nodes: 3, Duration: d, Faults: faultsKillPause,
 		TTL: ttlWorkload{Workers: 6, GroupSize: 3, OpsPerKey: 60, MinTTL: 300 * time.Millisecond,
-			MaxTTL: 2500 * time.Millisecond, Think: 25 * time.Millisecond, MaxOps: 100000},
+			MaxTTL: 2500 * time.Millisecond, Think: 25 * time.Millisecond, MaxOps: 100000, Probers: 2},
 		ClockOffsets: map[string]time.Duration{"n1": 250 * time.Millisecond},
 		ClientTO:     2 * time.Second, Recovery: 30 * time.Second, CheckLimit: 120 * time.Second,
 	}
@@ -110,7 +110,10 @@ const ttlMinSlewing = 10 * time.Second
 // keep the slew going (scenario.KeepSlewing: transfers go across clocks,
 // and leadership is moved off a node whose clock is cluster time), and
 // each run measures it and must reach ttlMinSlewing, so that the
-// exact-clocks check has a slew to find in every run.
+// exact-clocks check has a slew to find in every run; and two expiry
+// probers (workload_ttl_test.go) read keys just before and after their
+// expiry, where the slew shows (slew alone once left exact clocks "Ok":
+// clock-behind seed 797983218).
 func TestJepsenTTL(t *testing.T) {
 	for _, c := range []struct {
 		name    string

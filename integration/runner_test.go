@@ -119,6 +119,9 @@ type result struct {
 	// TTLExactClocks: the TTL verdict had the checker assumed exact clocks
 	// (only with clock offsets): Illegal shows the offset in the history.
 	TTLExactClocks string `json:"ttl_result_with_exact_clocks,omitempty"`
+	// TTLProbesExactClocks: the same verdict on the expiry probes' keys
+	// alone (workload_ttl_test.go), which are there to show the offset.
+	TTLProbesExactClocks string `json:"ttl_probes_result_with_exact_clocks,omitempty"`
 	// TTLCulprits: when the TTL check is Illegal, each illegal key's
 	// minimal illegal sub-history (CI keeps only the log and this file).
 	TTLCulprits *check.TTLCulprits `json:"ttl_culprits,omitempty"`
@@ -553,6 +556,13 @@ func runScenario(t *testing.T, sc scenario) result {
 				fail("TTL check with exact clocks: %v", err)
 			}
 			res.TTLExactClocks = exact.Result
+			if probeOps := check.ByKeyPrefix(ttlOps, ttlProbePrefix); len(probeOps) > 0 {
+				exact, err := check.TTL(probeOps, check.BoundsFor(), "", sc.CheckLimit)
+				if err != nil {
+					fail("TTL check of the probes with exact clocks: %v", err)
+				}
+				res.TTLProbesExactClocks = exact.Result
+			}
 		}
 	}
 	res.Valid = len(res.Errors) == 0 && len(res.LogProblems) == 0 && verdicts
@@ -623,8 +633,8 @@ func summary(res result) string {
 			s.InBackup, s.GoneByRestore, len(s.Survived), len(s.BackupMissing), len(s.BackupTooNew)))
 	}
 	if l := res.TTL; l != nil {
-		parts = append(parts, fmt.Sprintf("TTL %+v (bounds %+v, %d alive / %d gone reads; with exact clocks %q)",
-			*l, res.TTLBounds, res.TTLAlive, res.TTLGone, res.TTLExactClocks))
+		parts = append(parts, fmt.Sprintf("TTL %+v (bounds %+v, %d alive / %d gone reads; with exact clocks %q, the probes alone %q)",
+			*l, res.TTLBounds, res.TTLAlive, res.TTLGone, res.TTLExactClocks, res.TTLProbesExactClocks))
 	}
 	if s := res.Slew; s != nil {
 		parts = append(parts, s.String())

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -23,6 +24,59 @@ type ttlWorkload struct {
 	MinTTL, MaxTTL time.Duration
 	Think          time.Duration // mean pause between a worker's operations
 	MaxOps         int           // per worker, a hard bound
+	// Probers, besides the Workers, watch keys expire (expiryProbe).
+	Probers int
+}
+
+// An expiry probe SETs a fresh key with PX ttl (at least probeMinTTL), then
+// GETs it at probeAt × ttl after the SET returned. While cluster time
+// slews, a TTL lasts 5% longer or shorter in real time, so the reads past
+// 1.0 find the key alive, or those before it find it gone, where exact
+// clocks forbid it: the TTL rows' can-fail check needs such a read, and
+// the random workers, whose groups keep rewriting their keys, landed few
+// near an expiry (clock-behind seed 797983218 saw only 144 gone reads and
+// exact clocks "Ok" with 42.8 s of slew).
+var probeAt = []float64{0.96, 0.98, 1.02, 1.04}
+
+const probeMinTTL = time.Second
+
+// ttlProbePrefix begins the probes' keys (under the TTL check's "ttl:").
+const ttlProbePrefix = "ttl:probe:"
+
+type expiryProbe struct {
+	key  string
+	ttl  time.Duration
+	set  time.Time // when the SET returned
+	read int       // the next entry of probeAt; len(probeAt) when idle
+}
+
+// probe issues the probe's next operation: a read at its time, or the
+// SET of a new probe.
+func (tw ttlWorkload) probe(ctx context.Context, w *worker, pr *expiryProbe, i, k int) (op, bool) {
+	if pr.read < len(probeAt) {
+		at := pr.set.Add(time.Duration(probeAt[pr.read] * float64(pr.ttl)))
+		if sleepCtx(ctx, time.Until(at)) != nil {
+			return op{}, false
+		}
+		pr.read++
+		return w.exec(op{F: "get", Key: pr.key}, []string{"GET", pr.key}, parseGet), true
+	}
+	// Paced as the workers are, so that SETs refused while there is no
+	// leader do not spin.
+	if sleepCtx(ctx, time.Duration(w.rnd.Int64N(2*int64(tw.Think)+1))) != nil {
+		return op{}, false
+	}
+	lo := max(tw.MinTTL, probeMinTTL)
+	pr.ttl = lo + time.Duration(w.rnd.Int64N(int64(max(tw.MaxTTL, lo)-lo)+1))
+	pr.key = fmt.Sprintf("%s%d:%d", ttlProbePrefix, i, k)
+	ms := pr.ttl.Milliseconds()
+	o := w.exec(op{F: "set", Key: pr.key, Value: "p", TTLms: ms},
+		[]string{"SET", pr.key, "p", "PX", strconv.FormatInt(ms, 10)}, parseOK)
+	pr.set = time.Now()
+	if o.Outcome == outOK {
+		pr.read = 0
+	}
+	return o, true
 }
 
 func parseOK(o *op, r reply) error {
@@ -85,6 +139,11 @@ func (tw ttlWorkload) step(w *worker, key, value string, readNext bool) op {
 }
 
 func (tw ttlWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, seed uint64, timeout time.Duration) {
+	var probers sync.WaitGroup
+	defer probers.Wait()
+	if tw.Probers > 0 {
+		probers.Go(func() { tw.runProbers(ctx, rec, cl, ids, seed, timeout) })
+	}
 	readNext := make([]bool, tw.Workers)
 	workerPool{rec, cl, ids, timeout}.run(ctx, tw.Workers, tw.MaxOps, seed, 2000, 0, 0, func(w *worker, i, k int) (op, bool) {
 		if sleepCtx(ctx, time.Duration(w.rnd.Int64N(2*int64(tw.Think)+1))) != nil {
@@ -94,5 +153,16 @@ func (tw ttlWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *p
 		o := tw.step(w, key, fmt.Sprintf("w%d-%d", i, k), readNext[i])
 		readNext[i] = o.Outcome == outInfo && (o.F == "set" || o.F == "expire")
 		return o, true
+	})
+}
+
+// runProbers runs the Probers (expiryProbe) beside run's workers.
+func (tw ttlWorkload) runProbers(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, seed uint64, timeout time.Duration) {
+	probes := make([]expiryProbe, tw.Probers)
+	for i := range probes {
+		probes[i].read = len(probeAt)
+	}
+	workerPool{rec, cl, ids, timeout}.run(ctx, tw.Probers, tw.MaxOps, seed, 2100, 0, 0, func(w *worker, i, k int) (op, bool) {
+		return tw.probe(ctx, w, &probes[i], i, k)
 	})
 }
