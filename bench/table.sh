@@ -11,6 +11,7 @@
 #   RUNS=3 N=300000 SEED=500000 MEM_N=2000000 bench/table.sh   # smaller
 #   STORES="bolt wal" bench/table.sh      # the write rows once per raft-log-store
 #   MEMORY=0 THREE=0 bench/table.sh       # skip the memory run / the three-node rows
+#   ONE=0 MEMORY=0 bench/table.sh         # the three-node rows only
 #   OUT=table.tsv bench/table.sh && python3 bench/plot.py table.tsv docs/benchmarks-table.svg
 #   PIN=0 bench/table.sh                  # one-node rows unpinned
 #
@@ -48,6 +49,7 @@ LAT_SECS=${LAT_SECS:-10}
 STORES=${STORES:-default}
 MEMORY=${MEMORY:-1}
 THREE=${THREE:-1}
+ONE=${ONE:-1}
 OUT=${OUT:-/dev/null}
 PIN=${PIN:-1}
 # srv and load prefix the one-node servers and their load; three() clears
@@ -240,9 +242,9 @@ memory() {
 }
 
 for run in $(seq 1 "$RUNS"); do
-  reads "$run"
+  if [ "$ONE" = 1 ]; then reads "$run"; fi
   for store in $STORES; do
-    writes "$run" "$store"
+    if [ "$ONE" = 1 ]; then writes "$run" "$store"; fi
     if [ "$THREE" = 1 ]; then three "$run" "$store"; fi
   done
 done
