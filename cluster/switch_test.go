@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,22 @@ func TestSwitchMasterAfterTransfer(t *testing.T) {
 	if got := role(); got != "master" {
 		t.Fatalf("failover client ROLE before the transfer = %q", got)
 	}
+	// The failover client subscribes to +switch-master on the sentinel
+	// that answered it, without waiting for the confirmation: until that
+	// node has taken the SUBSCRIBE, a switch would pass the client by (CI
+	// once transferred first, and the client stayed on the old leader).
+	// Its connection subscribes to two channels; the test's own to one.
+	testutil.WaitFor(t, 10*time.Second, "the failover client's +switch-master subscription", func() bool {
+		for _, m := range c.members {
+			mc := redis.NewClient(&redis.Options{Addr: m.cfg.ClientAddr})
+			list, err := mc.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
+			mc.Close()
+			if err == nil && strings.Contains(list, " sub=2 ") {
+				return true
+			}
+		}
+		return false
+	})
 
 	if got := untilNotTryAgain(t, func() string { return string(l.node.Admin(ctx, args("raft.transfer", target.id))) }); got != "+OK\r\n" {
 		t.Fatalf("RAFT.TRANSFER = %q", got)
