@@ -40,8 +40,15 @@ func logIn(t *testing.T, dir string) (hasWAL bool, boltLast uint64) {
 // acknowledged as new.
 func writeMembers(t *testing.T, n *Node, from, to int) {
 	t.Helper()
+	writePaddedMembers(t, n, from, to, "")
+}
+
+// writePaddedMembers SADDs to s the members i+pad for i in [from, to), one
+// entry each.
+func writePaddedMembers(t *testing.T, n *Node, from, to int, pad string) {
+	t.Helper()
 	for i := from; i < to; i++ {
-		if got := string(n.Write(context.Background(), []command.Op{cmd("sadd", "s", fmt.Sprint(i))})[0]); got != ":1\r\n" {
+		if got := string(n.Write(context.Background(), []command.Op{cmd("sadd", "s", fmt.Sprint(i, pad))})[0]); got != ":1\r\n" {
 			t.Fatalf("SADD s %d = %q", i, got)
 		}
 	}

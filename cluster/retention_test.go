@@ -2,13 +2,11 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
-	"raftset/internal/command"
 	"raftset/internal/testutil"
 )
 
@@ -120,12 +118,7 @@ func TestLogRetentionConfigSet(t *testing.T) {
 // ~510 bytes: one log entry of ~520 bytes each.
 func writeLargeMembers(t *testing.T, n *Node, from, to int) {
 	t.Helper()
-	member := strings.Repeat("m", 500)
-	for i := from; i < to; i++ {
-		if got := n.Write(context.Background(), []command.Op{cmd("sadd", "s", fmt.Sprint(i, member))}); string(got[0]) != ":1\r\n" {
-			t.Fatalf("write %d: %q", i, got[0])
-		}
-	}
+	writePaddedMembers(t, n, from, to, strings.Repeat("m", 500))
 }
 
 // waitRetentionRounds waits until the retention loop has made two more

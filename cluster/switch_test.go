@@ -69,12 +69,13 @@ func TestSwitchMasterAfterTransfer(t *testing.T) {
 	// node has taken the SUBSCRIBE, a switch would pass the client by (CI
 	// once transferred first, and the client stayed on the old leader).
 	// Its connection subscribes to two channels; the test's own to one.
+	var admins []*testutil.RESPClient
+	for _, m := range c.members {
+		admins = append(admins, dialMember(t, m))
+	}
 	testutil.WaitFor(t, 10*time.Second, "the failover client's +switch-master subscription", func() bool {
-		for _, m := range c.members {
-			mc := redis.NewClient(&redis.Options{Addr: m.cfg.ClientAddr})
-			list, err := mc.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
-			mc.Close()
-			if err == nil && strings.Contains(list, " sub=2 ") {
+		for _, a := range admins {
+			if list, err := a.Do("CLIENT", "LIST", "TYPE", "pubsub"); err == nil && strings.Contains(list, " sub=2 ") {
 				return true
 			}
 		}

@@ -557,11 +557,11 @@ func runScenario(t *testing.T, sc scenario) result {
 			}
 			res.TTLExactClocks = exact.Result
 			if probeOps := check.ByKeyPrefix(ttlOps, ttlProbePrefix); len(probeOps) > 0 {
-				exact, err := check.TTL(probeOps, check.BoundsFor(), "", sc.CheckLimit)
+				probes, err := check.TTL(probeOps, check.BoundsFor(), "", sc.CheckLimit)
 				if err != nil {
 					fail("TTL check of the probes with exact clocks: %v", err)
 				}
-				res.TTLProbesExactClocks = exact.Result
+				res.TTLProbesExactClocks = probes.Result
 			}
 		}
 	}

@@ -47,36 +47,53 @@ type expiryProbe struct {
 	key  string
 	ttl  time.Duration
 	set  time.Time // when the SET returned
-	read int       // the next entry of probeAt; len(probeAt) when idle
+	left int       // reads still to make (probeAt's last left); 0: SET a new key
 }
 
 // probe issues the probe's next operation: a read at its time, or the
 // SET of a new probe.
 func (tw ttlWorkload) probe(ctx context.Context, w *worker, pr *expiryProbe, i, k int) (op, bool) {
-	if pr.read < len(probeAt) {
-		at := pr.set.Add(time.Duration(probeAt[pr.read] * float64(pr.ttl)))
+	if pr.left > 0 {
+		at := pr.set.Add(time.Duration(probeAt[len(probeAt)-pr.left] * float64(pr.ttl)))
 		if sleepCtx(ctx, time.Until(at)) != nil {
 			return op{}, false
 		}
-		pr.read++
-		return w.exec(op{F: "get", Key: pr.key}, []string{"GET", pr.key}, parseGet), true
+		pr.left--
+		return get(w, pr.key), true
 	}
 	// Paced as the workers are, so that SETs refused while there is no
 	// leader do not spin.
-	if sleepCtx(ctx, time.Duration(w.rnd.Int64N(2*int64(tw.Think)+1))) != nil {
+	if tw.think(ctx, w) != nil {
 		return op{}, false
 	}
 	lo := max(tw.MinTTL, probeMinTTL)
-	pr.ttl = lo + time.Duration(w.rnd.Int64N(int64(max(tw.MaxTTL, lo)-lo)+1))
+	pr.ttl = randomDuration(w, lo, max(tw.MaxTTL, lo))
 	pr.key = fmt.Sprintf("%s%d:%d", ttlProbePrefix, i, k)
-	ms := pr.ttl.Milliseconds()
-	o := w.exec(op{F: "set", Key: pr.key, Value: "p", TTLms: ms},
-		[]string{"SET", pr.key, "p", "PX", strconv.FormatInt(ms, 10)}, parseOK)
+	o := setPX(w, pr.key, "p", pr.ttl.Milliseconds())
 	pr.set = time.Now()
 	if o.Outcome == outOK {
-		pr.read = 0
+		pr.left = len(probeAt)
 	}
 	return o, true
+}
+
+// think is a worker's pause between operations: uniform in [0, 2 Think].
+func (tw ttlWorkload) think(ctx context.Context, w *worker) error {
+	return sleepCtx(ctx, randomDuration(w, 0, 2*tw.Think))
+}
+
+// randomDuration is uniform in [lo, hi].
+func randomDuration(w *worker, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(w.rnd.Int64N(int64(hi-lo)+1))
+}
+
+func setPX(w *worker, key, value string, ms int64) op {
+	return w.exec(op{F: "set", Key: key, Value: value, TTLms: ms},
+		[]string{"SET", key, value, "PX", strconv.FormatInt(ms, 10)}, parseOK)
+}
+
+func get(w *worker, key string) op {
+	return w.exec(op{F: "get", Key: key}, []string{"GET", key}, parseGet)
 }
 
 func parseOK(o *op, r reply) error {
@@ -110,8 +127,7 @@ func parseGet(o *op, r reply) error {
 // step issues one random TTL operation on key; after an indeterminate
 // write the next one is a read.
 func (tw ttlWorkload) step(w *worker, key, value string, readNext bool) op {
-	ttl := tw.MinTTL + time.Duration(w.rnd.Int64N(int64(tw.MaxTTL-tw.MinTTL)+1))
-	ms := ttl.Milliseconds()
+	ms := randomDuration(w, tw.MinTTL, tw.MaxTTL).Milliseconds()
 	secs := max(1, (ms+500)/1000) // EX and EXPIRE take seconds
 	p := w.rnd.IntN(100)
 	if readNext {
@@ -119,8 +135,7 @@ func (tw ttlWorkload) step(w *worker, key, value string, readNext bool) op {
 	}
 	switch {
 	case p < 20:
-		return w.exec(op{F: "set", Key: key, Value: value, TTLms: ms},
-			[]string{"SET", key, value, "PX", strconv.FormatInt(ms, 10)}, parseOK)
+		return setPX(w, key, value, ms)
 	case p < 30:
 		return w.exec(op{F: "set", Key: key, Value: value, TTLms: secs * 1000},
 			[]string{"SET", key, value, "EX", strconv.FormatInt(secs, 10)}, parseOK)
@@ -130,7 +145,7 @@ func (tw ttlWorkload) step(w *worker, key, value string, readNext bool) op {
 		return w.exec(op{F: "expire", Key: key, TTLms: secs * 1000},
 			[]string{"EXPIRE", key, strconv.FormatInt(secs, 10)}, parseInt)
 	case p < 80:
-		return w.exec(op{F: "get", Key: key}, []string{"GET", key}, parseGet)
+		return get(w, key)
 	case p < 90:
 		return w.exec(op{F: "ttl", Key: key}, []string{"TTL", key}, parseInt)
 	default:
@@ -146,7 +161,7 @@ func (tw ttlWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *p
 	}
 	readNext := make([]bool, tw.Workers)
 	workerPool{rec, cl, ids, timeout}.run(ctx, tw.Workers, tw.MaxOps, seed, 2000, 0, 0, func(w *worker, i, k int) (op, bool) {
-		if sleepCtx(ctx, time.Duration(w.rnd.Int64N(2*int64(tw.Think)+1))) != nil {
+		if tw.think(ctx, w) != nil {
 			return op{}, false
 		}
 		key := fmt.Sprintf("ttl:%d:%d", i/tw.GroupSize, k/tw.OpsPerKey)
@@ -159,9 +174,6 @@ func (tw ttlWorkload) run(ctx context.Context, rec *recorder, cl Cluster, ids *p
 // runProbers runs the Probers (expiryProbe) beside run's workers.
 func (tw ttlWorkload) runProbers(ctx context.Context, rec *recorder, cl Cluster, ids *procIDs, seed uint64, timeout time.Duration) {
 	probes := make([]expiryProbe, tw.Probers)
-	for i := range probes {
-		probes[i].read = len(probeAt)
-	}
 	workerPool{rec, cl, ids, timeout}.run(ctx, tw.Probers, tw.MaxOps, seed, 2100, 0, 0, func(w *worker, i, k int) (op, bool) {
 		return tw.probe(ctx, w, &probes[i], i, k)
 	})
