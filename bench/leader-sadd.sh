@@ -8,12 +8,14 @@
 # held the CPU (cluster/walsync.go), and its read and write system calls per
 # SADD (syscr, syscw of /proc/<pid>/io: sockets and files alike). With
 # PROFILE set, a 15 s CPU profile of the leader is taken 3 s into the run
-# (--pprof-addr) and written there, for `go tool pprof -top BIN PROFILE`.
+# (--pprof-addr) and written there, for `go tool pprof -top BIN PROFILE`;
+# with TRACE set, a 1 s execution trace instead (bench/experiments/cycletrace).
 # Alternate two builds by hand to compare them (docs/benchmarks.md):
 #
 #   for b in base head head base base head; do N=2000000 bench/leader-sadd.sh /tmp/$b; done
 #   PROFILE=/tmp/head.pprof N=4000000 bench/leader-sadd.sh /tmp/head
 #   PROFILE=/tmp/f.pprof PROFILE_NODE=follower PIPE=1 N=400000 bench/leader-sadd.sh /tmp/head
+#   TRACE=/tmp/l.trace PIPE=1 N=300000 bench/leader-sadd.sh /tmp/head
 #   NODES=1 SEED=1000000 N=3000000 bench/leader-sadd.sh /tmp/head
 #   NODES=1 PIN=1 PIPE=1 N=400000 bench/leader-sadd.sh /tmp/head
 #
@@ -25,6 +27,7 @@ set -euo pipefail
 bin=$(realpath "${1:?usage: bench/leader-sadd.sh BIN}")
 N=${N:-2000000}
 PROFILE=${PROFILE:-}
+TRACE=${TRACE:-}
 PIPE=${PIPE:-10} # redis-benchmark -P
 NODES=${NODES:-3}
 SEED=${SEED:-0}
@@ -69,11 +72,15 @@ t0=$(cpu_ticks "$lp"); a0=$(all_ticks); r0=$(io_field "$lp" syscr); w0=$(io_fiel
 "${load[@]}" redis-benchmark -h 127.0.0.1 -p "${cp[l]}" -c 50 -P "$PIPE" -n "$N" -r 200000 --threads 2 -q --csv \
   sadd __rand_int__ __rand_int__ >"$work/bench.out" 2>&1 &
 bp=$!
-if [ -n "$PROFILE" ]; then
+if [ -n "$PROFILE$TRACE" ]; then
   sleep 3
   # PROFILE_NODE=follower profiles a follower instead of the leader.
   pn=$l; [ "${PROFILE_NODE:-leader}" = follower ] && pn=$((l % NODES + 1))
-  curl -sf -o "$PROFILE" "http://127.0.0.1:${pp[pn]}/debug/pprof/profile?seconds=15"
+  if [ -n "$TRACE" ]; then
+    curl -sf -o "$TRACE" "http://127.0.0.1:${pp[pn]}/debug/pprof/trace?seconds=1"
+  else
+    curl -sf -o "$PROFILE" "http://127.0.0.1:${pp[pn]}/debug/pprof/profile?seconds=15"
+  fi
 fi
 wait "$bp"
 t1=$(cpu_ticks "$lp"); a1=$(all_ticks); r1=$(io_field "$lp" syscr); w1=$(io_field "$lp" syscw)
