@@ -103,20 +103,3 @@ func contentInt(b []byte) (int64, bool) {
 	}
 	return strictint.Parse(b)
 }
-
-// intLen is the length of v in decimal.
-func intLen(v int64) int {
-	n := 1
-	if v < 0 {
-		n++
-		if v == -1<<63 {
-			return 20
-		}
-		v = -v
-	}
-	for v >= 10 {
-		v /= 10
-		n++
-	}
-	return n
-}

@@ -9,6 +9,7 @@ import (
 	"raftset/internal/setenc"
 	"raftset/internal/setenc/hashtable"
 	"raftset/internal/slot"
+	"raftset/internal/strictint"
 )
 
 // A keyspace is one database: the key set and, in parallel dense arrays,
@@ -422,7 +423,7 @@ func (ks *keyspace) strInt(pos int) (int64, bool) {
 func (ks *keyspace) strLen(pos int) int {
 	c, i := ks.cell(pos)
 	if c.kinds[i]&strInt != 0 {
-		return intLen(intCell(&c.vals[i]))
+		return strictint.Len(intCell(&c.vals[i]))
 	}
 	return int(cellOf(&c.vals[i]).n)
 }

@@ -202,7 +202,7 @@ func (s *Set) intsetCanTakeString(m []byte, lim Limits) bool {
 	maxEle, total := 0, 0
 	if n > 0 {
 		lo, hi := intset.Min(s.blob()), intset.Max(s.blob())
-		maxEle = max(digits10(lo), digits10(hi))
+		maxEle = max(strictint.Len(lo), strictint.Len(hi))
 		total = n * max(intEntrySize(lo), intEntrySize(hi))
 	}
 	return n < lim.MaxListpackEntries && len(m) <= lim.MaxListpackValue &&
@@ -332,22 +332,6 @@ func listpackReserve(lp []byte, n int) []byte {
 	nb := make([]byte, len(lp), len(lp)+n)
 	copy(nb, lp)
 	return nb
-}
-
-func digits10(v int64) int {
-	n := 1
-	if v < 0 {
-		n++
-		if v == -1<<63 {
-			return 20
-		}
-		v = -v
-	}
-	for v >= 10 {
-		v /= 10
-		n++
-	}
-	return n
 }
 
 // intEntrySize is the listpack entry size (encoding, data and backlen) of v,

@@ -56,6 +56,24 @@ func Parse(s []byte) (int64, bool) {
 	return int64(v), true
 }
 
+// Len is the length of v's text: what formatting the value Parse returned
+// gives back.
+func Len(v int64) int {
+	n := 1
+	if v < 0 {
+		if v == -1<<63 {
+			return MaxLen
+		}
+		n++
+		v = -v
+	}
+	for v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
+}
+
 // ParseString is Parse for a string argument.
 func ParseString(s string) (int64, bool) {
 	// The conversion does not allocate: the compiler sees it does not escape.

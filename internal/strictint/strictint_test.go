@@ -45,5 +45,17 @@ func FuzzParse(f *testing.F) {
 		if ok != canon {
 			t.Fatalf("Parse(%q) ok = %v, canonical = %v", s, ok, canon)
 		}
+		if ok && Len(v) != len(s) {
+			t.Fatalf("Len(%d) = %d, want %d", v, Len(v), len(s))
+		}
 	})
+}
+
+func TestLen(t *testing.T) {
+	for _, v := range []int64{0, 1, -1, 9, 10, -9, -10, 99, 100, 1<<31 - 1, -1 << 31,
+		999999999999999999, 1000000000000000000, 1<<63 - 1, -1<<63 + 1, -1 << 63} {
+		if got, want := Len(v), len(strconv.FormatInt(v, 10)); got != want {
+			t.Errorf("Len(%d) = %d, want %d", v, got, want)
+		}
+	}
 }
