@@ -359,7 +359,7 @@ func configParams() []configParam {
 			},
 			apply: func(n *Node, v string) error {
 				b, _ := fsm.ParseMemory(v)
-				n.snapLogBytes.Store(offIsNegative(b))
+				n.snapLogBytes.Store(OffIsNegative(b))
 				return nil
 			},
 		},
@@ -369,7 +369,7 @@ func configParams() []configParam {
 			check: nonNegInt,
 			apply: func(n *Node, v string) error {
 				p, _ := strconv.ParseInt(v, 10, 64)
-				n.snapLogPercent.Store(offIsNegative(p))
+				n.snapLogPercent.Store(OffIsNegative(p))
 				return nil
 			},
 		},
@@ -393,8 +393,10 @@ func configParams() []configParam {
 	}
 }
 
-// offIsNegative maps a setting's 0 (off) to Config's -1.
-func offIsNegative(v int64) int64 {
+// OffIsNegative maps a directive's 0, which says "off" in raftset.conf and
+// CONFIG SET as in Redis, to the -1 that says it in Config (and in
+// resp.Config), where 0 asks for the default.
+func OffIsNegative(v int64) int64 {
 	if v == 0 {
 		return -1
 	}

@@ -196,8 +196,8 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 	cc.SnapshotThreshold = cfg.SnapshotThreshold
 	cc.SnapshotInterval = cfg.SnapshotInterval
 	cc.TrailingLogs = cfg.TrailingLogs
-	cc.SnapshotLogBytes, cc.TrailingLogBytes = offIsNegative(cfg.SnapshotLogBytes), offIsNegative(cfg.TrailingLogBytes)
-	cc.SnapshotLogPercent = int(offIsNegative(int64(cfg.SnapshotLogPercent)))
+	cc.SnapshotLogBytes, cc.TrailingLogBytes = cluster.OffIsNegative(cfg.SnapshotLogBytes), cluster.OffIsNegative(cfg.TrailingLogBytes)
+	cc.SnapshotLogPercent = int(cluster.OffIsNegative(int64(cfg.SnapshotLogPercent)))
 	cc.HeartbeatTimeout, cc.ElectionTimeout = cfg.HeartbeatTimeout, cfg.ElectionTimeout
 	cc.LeaderLeaseTimeout, cc.CommitTimeout = cfg.LeaderLeaseTimeout, cfg.CommitTimeout
 	cc.MaxAppendEntries = cfg.MaxAppendEntries
@@ -269,7 +269,7 @@ func start(cfg *Config, logOut io.Writer) (_ *node, err error) {
 		ProtectedModeOff:        cfg.ProtectedMode == "no",
 		MaxClients:              cfg.MaxClients,
 		IdleTimeout:             time.Duration(cfg.Timeout) * time.Second,
-		TCPKeepAlive:            time.Duration(offIsNegative(int64(cfg.TCPKeepAlive))) * time.Second,
+		TCPKeepAlive:            time.Duration(cluster.OffIsNegative(int64(cfg.TCPKeepAlive))) * time.Second,
 		ProtoMaxBulkLen:         cfg.ProtoMaxBulkLen,
 		ClientQueryBufferLimit:  cfg.ClientQueryBufferLimit,
 		ClientOutputBufferLimit: cfg.ClientOutputBufferLimit,
@@ -566,14 +566,6 @@ func newFSM(cfg *Config, logger hclog.Logger) *fsm.FSM {
 		f.EnableSlotIndex()
 	}
 	return f
-}
-
-// offIsNegative maps a directive's 0 ("off") to cluster.Config's negative.
-func offIsNegative(n int64) int64 {
-	if n == 0 {
-		return -1
-	}
-	return n
 }
 
 // evictConfig is the node's initial maxmemory settings (replicated from then
