@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"raftset/internal/respwire"
+)
+
+// The generator is one event loop on one OS thread, as redis-benchmark is:
+// epoll over the connections and a timerfd for the next send that is due.
+// Goroutines sleeping in time.Sleep, as it first was, wake through the Go
+// runtime's network poller, whose timeout has millisecond resolution (a
+// 300 µs sleep took 1.1 ms here): sends due at different times left
+// together, once a millisecond, so the "open loop" was a train of bursts;
+// and waking a goroutine per send cost more CPU than the sends themselves,
+// on a machine whose two CPUs the generator shares with the servers
+// (docs/benchmarks.md, "The latency rows' arrivals come in bursts").
+
+// lconn is one connection of the loop.
+type lconn struct {
+	fd       int
+	next     time.Duration // when its next request is due, since the loop's start
+	inflight bool
+	from     time.Duration // the in-flight request's latency origin
+	rbuf     []byte
+	rng      *rand.Rand
+	dead     bool
+}
+
+// run offers the load and returns every request's latency, the number of
+// error replies and failed connections, and how long the load lasted.
+func run(cfg config) ([]time.Duration, int, time.Duration, error) {
+	runtime.LockOSThread()
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("epoll: %w", err)
+	}
+	defer unix.Close(ep)
+	tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("timerfd: %w", err)
+	}
+	defer unix.Close(tfd)
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, tfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(tfd)}); err != nil {
+		return nil, 0, 0, fmt.Errorf("epoll timerfd: %w", err)
+	}
+
+	interval := time.Duration(float64(cfg.conns) / cfg.rate * float64(time.Second))
+	conns := make([]*lconn, cfg.conns)
+	byFd := map[int32]*lconn{}
+	for i := range conns {
+		fd, err := dialFd(cfg.addr)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		defer unix.Close(fd)
+		// Connections start staggered across one interval.
+		c := &lconn{fd: fd, next: interval * time.Duration(i) / time.Duration(cfg.conns),
+			rng: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))}
+		conns[i], byFd[int32(fd)] = c, c
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			return nil, 0, 0, fmt.Errorf("epoll conn: %w", err)
+		}
+	}
+
+	base := time.Now().Add(50 * time.Millisecond)
+	end := cfg.dur
+	// Requests in flight at the end get this long to be answered.
+	drain := end + time.Second
+	var lat []time.Duration
+	errs := 0
+	var req []byte
+	send := func(c *lconn, from time.Duration) {
+		req = appendCommand(req[:0], cfg.args, c.rng, cfg.keyspace)
+		if err := rawWrite(c.fd, req); err != nil {
+			c.dead = true
+			errs++
+			return
+		}
+		c.inflight, c.from = true, from
+	}
+	events := make([]unix.EpollEvent, len(conns)+1)
+	buf := make([]byte, 64<<10)
+	for {
+		now := time.Since(base)
+		if now >= drain {
+			break
+		}
+		// Send what is due on idle connections; arm the timer for the
+		// earliest of the rest.
+		wake := time.Duration(-1)
+		active := false
+		for _, c := range conns {
+			if c.dead || c.next >= end {
+				active = active || (c.inflight && !c.dead)
+				continue
+			}
+			active = true
+			if c.inflight {
+				continue
+			}
+			if c.next <= now {
+				// Woken late by the loop itself: the lateness is the
+				// generator's, not the server's.
+				send(c, now)
+				continue
+			}
+			if wake < 0 || c.next < wake {
+				wake = c.next
+			}
+		}
+		if !active {
+			break
+		}
+		if wake >= 0 {
+			d := max(wake-time.Since(base), time.Microsecond)
+			ts := unix.ItimerSpec{Value: unix.NsecToTimespec(d.Nanoseconds())}
+			if err := unix.TimerfdSettime(tfd, 0, &ts, nil); err != nil {
+				return nil, errs, 0, fmt.Errorf("timerfd: %w", err)
+			}
+		}
+		n, err := epollWait(ep, events, int(min(drain-now, time.Second)/time.Millisecond)+1)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return nil, errs, 0, fmt.Errorf("epoll_wait: %w", err)
+		}
+		for _, ev := range events[:max(n, 0)] {
+			if int(ev.Fd) == tfd {
+				var b [8]byte
+				_, _ = rawRead(tfd, b[:])
+				continue
+			}
+			c := byFd[ev.Fd]
+			if c == nil || c.dead {
+				continue
+			}
+			r, err := rawRead(c.fd, buf)
+			if r <= 0 {
+				if err == unix.EAGAIN {
+					continue
+				}
+				c.dead = true
+				errs++
+				continue
+			}
+			c.rbuf = append(c.rbuf, buf[:r]...)
+			for c.inflight {
+				size, isErr, complete := replyLen(c.rbuf)
+				if !complete {
+					break
+				}
+				c.rbuf = c.rbuf[:copy(c.rbuf, c.rbuf[size:])]
+				if isErr {
+					errs++
+				}
+				now := time.Since(base)
+				lat = append(lat, now-c.from)
+				c.inflight = false
+				c.next += interval
+				if c.next < end && c.next <= now {
+					// Behind schedule (the reply came late): the wait
+					// for it counts.
+					send(c, c.next)
+				}
+			}
+		}
+	}
+	return lat, errs, time.Since(base), nil
+}
+
+// The loop's system calls are raw ones. Through the runtime's usual path, a
+// call of more than 20 µs (a loopback write does the receiver's TCP work;
+// a wait for events) lets sysmon hand the P to another thread, and the
+// loop's thread must get one back when the call returns: the futex
+// wake-ups and sysmon's nanosleeps cost more CPU than the loop's own work
+// (cluster/walsync.go meets the same with fsync). The loop is the
+// process's only work, and its sockets are non-blocking, so holding the P
+// costs nothing; a garbage collection's stop-the-world waits for a wait
+// to end, which the timer bounds.
+func epollWait(ep int, events []unix.EpollEvent, msec int) (int, error) {
+	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&events[0])),
+		uintptr(len(events)), uintptr(msec), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+func rawWrite(fd int, b []byte) error {
+	for {
+		n, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno != 0:
+			return errno
+		case int(n) != len(b):
+			// One small request on an empty socket buffer is
+			// written whole; anything else is a broken connection.
+			return fmt.Errorf("short write: %d of %d bytes", n, len(b))
+		}
+		return nil
+	}
+}
+
+func rawRead(fd int, b []byte) (int, error) {
+	for {
+		n, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return 0, errno
+		}
+		return int(n), nil
+	}
+}
+
+// dialFd connects to addr and returns a non-blocking socket of its own.
+func dialFd(addr string) (int, error) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return -1, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	defer conn.Close()
+	f, err := conn.(*net.TCPConn).File()
+	if err != nil {
+		return -1, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	defer f.Close()
+	fd, err := unix.Dup(int(f.Fd()))
+	if err != nil {
+		return -1, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return fd, nil
+}
+
+// replyLen reports whether b starts with a complete reply, its length, and
+// whether it is an error reply.
+func replyLen(b []byte) (size int, isErr, complete bool) {
+	if len(b) == 0 {
+		return 0, false, false
+	}
+	r := bytes.NewReader(b)
+	br := bufio.NewReaderSize(r, len(b)+16)
+	raw, err := respwire.ReadReply(br, nil)
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, false, false
+		}
+		// Not RESP: count it as an error and drop what was read.
+		return len(b), true, true
+	}
+	return len(raw), raw[0] == '-', true
+}
+
+// appendCommand appends args as a RESP array, each __rand_int__ replaced by
+// a random number below keyspace (twelve digits, as redis-benchmark).
+func appendCommand(dst []byte, args []string, rng *rand.Rand, keyspace int) []byte {
+	dst = fmt.Appendf(dst, "*%d\r\n", len(args))
+	for _, a := range args {
+		if strings.Contains(a, "__rand_int__") {
+			a = strings.ReplaceAll(a, "__rand_int__", fmt.Sprintf("%012d", rng.IntN(keyspace)))
+		}
+		dst = fmt.Appendf(dst, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return dst
+}
