@@ -82,11 +82,17 @@ func run(cfg config) ([]time.Duration, int, time.Duration, error) {
 	var lat []time.Duration
 	errs := 0
 	var req []byte
+	// kill ends a connection that failed: out of epoll, where a closed
+	// socket would stay readable and spin the loop.
+	kill := func(c *lconn) {
+		c.dead = true
+		errs++
+		_ = unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, c.fd, nil)
+	}
 	send := func(c *lconn, from time.Duration) {
 		req = appendCommand(req[:0], cfg.args, c.rng, cfg.keyspace)
-		if err := rawWrite(c.fd, req); err != nil {
-			c.dead = true
-			errs++
+		if err := writeAll(c.fd, req); err != nil {
+			kill(c)
 			return
 		}
 		c.inflight, c.from = true, from
@@ -96,6 +102,12 @@ func run(cfg config) ([]time.Duration, int, time.Duration, error) {
 	for {
 		now := time.Since(base)
 		if now >= drain {
+			// Still unanswered a second after the end: errors.
+			for _, c := range conns {
+				if c.inflight && !c.dead {
+					errs++
+				}
+			}
 			break
 		}
 		// Send what is due on idle connections; arm the timer for the
@@ -111,10 +123,11 @@ func run(cfg config) ([]time.Duration, int, time.Duration, error) {
 			if c.inflight {
 				continue
 			}
-			if c.next <= now {
-				// Woken late by the loop itself: the lateness is the
-				// generator's, not the server's.
-				send(c, now)
+			if t := time.Since(base); c.next <= t {
+				// Woken late by the loop itself (or by its earlier
+				// sends): the lateness is the generator's, not the
+				// server's.
+				send(c, t)
 				continue
 			}
 			if wake < 0 || c.next < wake {
@@ -150,15 +163,18 @@ func run(cfg config) ([]time.Duration, int, time.Duration, error) {
 				if err == unix.EAGAIN {
 					continue
 				}
-				c.dead = true
-				errs++
+				kill(c) // closed by the server, or broken
 				continue
 			}
 			c.rbuf = append(c.rbuf, buf[:r]...)
 			for c.inflight {
-				size, isErr, complete := replyLen(c.rbuf)
-				if !complete {
+				size, isErr, err := replyLen(c.rbuf)
+				if err != nil {
+					kill(c) // not RESP
 					break
+				}
+				if size == 0 {
+					break // incomplete
 				}
 				c.rbuf = c.rbuf[:copy(c.rbuf, c.rbuf[size:])]
 				if isErr {
@@ -197,21 +213,25 @@ func epollWait(ep int, events []unix.EpollEvent, msec int) (int, error) {
 	return int(n), nil
 }
 
-func rawWrite(fd int, b []byte) error {
-	for {
+// writeAll writes b whole; a request larger than the socket's free buffer
+// waits for room (poll), holding up the loop as a blocking write would.
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
 		n, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		switch {
-		case errno == unix.EINTR:
-			continue
-		case errno != 0:
+		switch errno {
+		case 0:
+			b = b[n:]
+		case unix.EINTR:
+		case unix.EAGAIN:
+			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+			if _, err := unix.Poll(pfd, 1000); err != nil && err != unix.EINTR {
+				return err
+			}
+		default:
 			return errno
-		case int(n) != len(b):
-			// One small request on an empty socket buffer is
-			// written whole; anything else is a broken connection.
-			return fmt.Errorf("short write: %d of %d bytes", n, len(b))
 		}
-		return nil
 	}
+	return nil
 }
 
 func rawRead(fd int, b []byte) (int, error) {
@@ -250,23 +270,22 @@ func dialFd(addr string) (int, error) {
 	return fd, nil
 }
 
-// replyLen reports whether b starts with a complete reply, its length, and
-// whether it is an error reply.
-func replyLen(b []byte) (size int, isErr, complete bool) {
+// replyLen returns the length of the complete reply at the start of b (0
+// while it is incomplete) and whether it is an error reply. It parses from
+// the start on each call: replies to the commands this is for are small.
+func replyLen(b []byte) (size int, isErr bool, err error) {
 	if len(b) == 0 {
-		return 0, false, false
+		return 0, false, nil
 	}
-	r := bytes.NewReader(b)
-	br := bufio.NewReaderSize(r, len(b)+16)
+	br := bufio.NewReaderSize(bytes.NewReader(b), len(b)+16)
 	raw, err := respwire.ReadReply(br, nil)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, false, false
+			return 0, false, nil
 		}
-		// Not RESP: count it as an error and drop what was read.
-		return len(b), true, true
+		return 0, false, err
 	}
-	return len(raw), raw[0] == '-', true
+	return len(raw), raw[0] == '-', nil
 }
 
 // appendCommand appends args as a RESP array, each __rand_int__ replaced by
