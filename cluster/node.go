@@ -51,6 +51,7 @@ type Node struct {
 	ctx     context.Context // canceled by Close
 	cancel  context.CancelFunc
 	stopCh  chan struct{} // closed by Close, before Raft shuts down
+	stall   *stallWatch   // read.go's guard against replies from before a stall
 	stopped chan struct{} // closed once Raft has shut down
 	wg      sync.WaitGroup
 	closing sync.Once
@@ -151,6 +152,7 @@ func newNode(cfg Config, f stateMachine) (_ *Node, err error) {
 		stopped: make(chan struct{}),
 		started: time.Now(),
 		clock:   newNodeClock(cfg.ClockOffset),
+		stall:   newStallWatch(cfg.HeartbeatTimeout / 2),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.snapLogBytes.Store(cfg.SnapshotLogBytes)
@@ -358,7 +360,8 @@ func (n *Node) bootstrapConfiguration(self raft.ServerAddress) raft.Configuratio
 func (n *Node) startLoops() {
 	n.w.init(n)
 	n.rd.init()
-	n.wg.Add(12)
+	n.wg.Add(13)
+	go n.runStallWatch()
 	go n.runClock()
 	go n.runFormats()
 	go n.runObs()

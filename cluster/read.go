@@ -287,7 +287,13 @@ func (n *Node) confirm() (uint64, []byte) {
 	}
 	commit := n.raft.CommitIndex()
 	n.st.readBarriers.Add(1)
+	start := n.stall.now()
 	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, replyReadLostLeader
+	}
+	if !n.stall.trusted(start) {
+		// Replies from before a stall may have confirmed the round
+		// (stall.go): answer nothing from it.
 		return 0, replyReadLostLeader
 	}
 	if n.raft.CurrentTerm() != term {
