@@ -60,6 +60,9 @@ func (s *stallWatch) trusted(start int64) bool {
 // runStallWatch ticks the node's stall watch until the node stops.
 func (n *Node) runStallWatch() {
 	defer n.wg.Done()
+	// The time between NewNode and here (opening the log, replaying
+	// snapshots) is no stall.
+	n.stall.last.Store(n.stall.now())
 	t := time.NewTicker(n.stall.gap / 8)
 	defer t.Stop()
 	for {
