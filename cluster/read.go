@@ -22,7 +22,8 @@ import (
 //     of its own term and applied everything before it (raft.Barrier, once
 //     per term);
 //  2. read index = Raft's commit index, taken after the read arrived;
-//  3. VerifyLeader: a quorum still follows this leader;
+//  3. VerifyLeader: a quorum still follows this leader, in a round that no
+//     stall of this process overlapped (stall.go);
 //  4. the term did not change;
 //  5. wait until the state machine has applied the read index, then read.
 //

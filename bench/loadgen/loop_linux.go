@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -82,6 +83,8 @@ func run(cfg config) ([]time.Duration, int, time.Duration, error) {
 	var lat []time.Duration
 	errs := 0
 	var req []byte
+	reqs := requestMaker{args: cfg.args, keyspace: cfg.keyspace}
+	var replies replyScanner
 	// kill ends a connection that failed: out of epoll, where a closed
 	// socket would stay readable and spin the loop.
 	kill := func(c *lconn) {
@@ -90,7 +93,7 @@ func run(cfg config) ([]time.Duration, int, time.Duration, error) {
 		_ = unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, c.fd, nil)
 	}
 	send := func(c *lconn, from time.Duration) {
-		req = appendCommand(req[:0], cfg.args, c.rng, cfg.keyspace)
+		req = reqs.append(req[:0], c.rng)
 		if err := writeAll(c.fd, req); err != nil {
 			kill(c)
 			return
@@ -168,7 +171,7 @@ func run(cfg config) ([]time.Duration, int, time.Duration, error) {
 			}
 			c.rbuf = append(c.rbuf, buf[:r]...)
 			for c.inflight {
-				size, isErr, err := replyLen(c.rbuf)
+				size, isErr, err := replies.next(c.rbuf)
 				if err != nil {
 					kill(c) // not RESP
 					break
@@ -270,33 +273,86 @@ func dialFd(addr string) (int, error) {
 	return fd, nil
 }
 
-// replyLen returns the length of the complete reply at the start of b (0
-// while it is incomplete) and whether it is an error reply. It parses from
-// the start on each call: replies to the commands this is for are small.
-func replyLen(b []byte) (size int, isErr bool, err error) {
+// replyScanner finds complete replies in a connection's buffer, reusing
+// its reader and scratch across replies (the loop is one goroutine).
+type replyScanner struct {
+	src bytes.Reader
+	br  *bufio.Reader
+	raw []byte
+}
+
+// next returns the length of the complete reply at the start of b (0 while
+// it is incomplete) and whether it is an error reply. It parses from the
+// start on each call: replies to the commands this is for are small.
+func (s *replyScanner) next(b []byte) (size int, isErr bool, err error) {
 	if len(b) == 0 {
 		return 0, false, nil
 	}
-	br := bufio.NewReaderSize(bytes.NewReader(b), len(b)+16)
-	raw, err := respwire.ReadReply(br, nil)
+	s.src.Reset(b)
+	// A line must fit the reader's buffer (bufio.ErrBufferFull otherwise).
+	if s.br == nil || s.br.Size() < len(b)+16 {
+		s.br = bufio.NewReaderSize(&s.src, max(len(b)+16, 4096))
+	} else {
+		s.br.Reset(&s.src)
+	}
+	s.raw, err = respwire.ReadReply(s.br, s.raw[:0])
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return 0, false, nil
 		}
 		return 0, false, err
 	}
-	return len(raw), raw[0] == '-', nil
+	return len(s.raw), s.raw[0] == '-', nil
 }
 
-// appendCommand appends args as a RESP array, each __rand_int__ replaced by
-// a random number below keyspace (twelve digits, as redis-benchmark).
-func appendCommand(dst []byte, args []string, rng *rand.Rand, keyspace int) []byte {
-	dst = fmt.Appendf(dst, "*%d\r\n", len(args))
-	for _, a := range args {
-		if strings.Contains(a, "__rand_int__") {
-			a = strings.ReplaceAll(a, "__rand_int__", fmt.Sprintf("%012d", rng.IntN(keyspace)))
+// requestMaker encodes the command line's request, each argument holding
+// __rand_int__ given one random number below keyspace in its place (twelve
+// digits, as redis-benchmark), reusing its scratch across requests.
+type requestMaker struct {
+	args     []string
+	keyspace int
+	scratch  []byte
+	ends     []int
+	argv     [][]byte
+}
+
+const randToken = "__rand_int__"
+
+func (m *requestMaker) append(dst []byte, rng *rand.Rand) []byte {
+	m.scratch, m.ends = m.scratch[:0], m.ends[:0]
+	for _, a := range m.args {
+		if strings.Contains(a, randToken) {
+			v := rng.IntN(m.keyspace)
+			for {
+				i := strings.Index(a, randToken)
+				if i < 0 {
+					break
+				}
+				m.scratch = appendPadded(append(m.scratch, a[:i]...), v)
+				a = a[i+len(randToken):]
+			}
 		}
-		dst = fmt.Appendf(dst, "$%d\r\n%s\r\n", len(a), a)
+		m.scratch = append(m.scratch, a...)
+		m.ends = append(m.ends, len(m.scratch))
 	}
-	return dst
+	m.argv = m.argv[:0]
+	from := 0
+	for _, end := range m.ends {
+		m.argv = append(m.argv, m.scratch[from:end])
+		from = end
+	}
+	return respwire.AppendCommand(dst, m.argv)
+}
+
+// appendPadded appends v in decimal, zero-padded to twelve digits (%012d).
+func appendPadded(dst []byte, v int) []byte {
+	if v >= 1e12 {
+		return strconv.AppendInt(dst, int64(v), 10)
+	}
+	var b [12]byte
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(dst, b[:]...)
 }
