@@ -274,6 +274,7 @@ func (n *Node) NodeStats() stats.Node {
 		OpsProposed:       n.st.ops.Load(),
 		ForwardedOps:      n.st.forwarded.Load(),
 		ReadIndexRounds:   n.st.readBarriers.Load(),
+		ReadStallRefusals: n.stall.refused.Load(),
 		LinearizableReads: n.st.reads.Load(),
 		ExpiredProposed:   n.st.expired.Load(),
 		Keys:              uint64(keys),

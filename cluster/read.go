@@ -295,6 +295,7 @@ func (n *Node) confirm() (uint64, []byte) {
 	if !n.stall.trusted(start) {
 		// Replies from before a stall may have confirmed the round
 		// (stall.go): answer nothing from it.
+		n.stall.refused.Add(1)
 		return 0, replyReadLostLeader
 	}
 	if n.raft.CurrentTerm() != term {

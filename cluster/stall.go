@@ -26,6 +26,9 @@ type stallWatch struct {
 	gap    time.Duration // a pause longer than this is a stall
 	last   atomic.Int64  // ns since origin: the latest tick
 	ended  atomic.Int64  // ns since origin: when the latest stall was noticed; 0 none
+	// refused counts the read rounds confirm refused because trusted
+	// said no (INFO raft_read_stall_refusals).
+	refused atomic.Uint64
 }
 
 func newStallWatch(gap time.Duration) *stallWatch {

@@ -50,6 +50,9 @@ type Node struct {
 	ForwardedOps, ReadIndexRounds      uint64
 	LinearizableReads, ExpiredProposed uint64
 	Keys, KeysWithExpiry               uint64
+	// ReadStallRefusals counts the read-index rounds refused because this
+	// process had stalled (INFO raft_read_stall_refusals).
+	ReadStallRefusals uint64
 	// DatasetBytes is the state machine's accounting of its dataset (INFO
 	// used_memory_dataset); EvictedKeys the keys evicted for maxmemory it
 	// applied (INFO evicted_keys).
