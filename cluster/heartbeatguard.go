@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -53,6 +54,27 @@ func (g *heartbeatGuard) close() {
 type guardedTransport struct {
 	*raft.NetworkTransport
 	guard *heartbeatGuard
+	// lead, when set, holds a follower's successful reply to entries
+	// until the leader's deferred fsyncs of them are done (leadersync.go).
+	lead *leaderSyncs
+}
+
+func (t guardedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if t.lead == nil || len(args.Entries) == 0 {
+		return t.NetworkTransport.AppendEntries(id, target, args, resp)
+	}
+	// Every entry in args was written before the request: the mark
+	// taken now covers them.
+	mark := t.lead.writtenMark()
+	if err := t.NetworkTransport.AppendEntries(id, target, args, resp); err != nil {
+		return err
+	}
+	if resp.Success {
+		if err := t.lead.waitDurable(mark); err != nil {
+			return fmt.Errorf("append entries to %s: the leader's own fsync: %w", id, err)
+		}
+	}
+	return nil
 }
 
 func (t guardedTransport) SetHeartbeatHandler(cb func(raft.RPC)) {

@@ -311,6 +311,7 @@ func (n *Node) infoRaft(stats map[string]string) InfoSection {
 		kv("raft_refused_connections", itoa(n.RaftRefused())),
 		kv("raft_log_syncs", itoa(logSyncs.syncs.Load())),
 		kv("raft_log_syncs_holding_cpu", itoa(logSyncs.held.Load())),
+		kv("raft_log_syncs_deferred", itoa(n.walDeferred())),
 	}}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/migrate"
 	"github.com/hashicorp/raft-wal/segment"
 )
@@ -114,7 +115,8 @@ func logStoreOf(dir string) (string, error) {
 // follower those entries instead of the snapshot that replaced them.
 type walStore struct {
 	*wal.WAL
-	syncs  *syncStats // its segment files' fsyncs (walsync.go)
+	syncs  *syncStats   // its segment files' fsyncs (walsync.go)
+	lead   *leaderSyncs // the leader's deferred fsyncs (leadersync.go)
 	closed *atomic.Bool
 }
 
@@ -137,22 +139,32 @@ func openWALOn(path string, logger hclog.Logger, vfs syncFS) (walStore, error) {
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return walStore{}, fmt.Errorf("cluster: create %s: %w", path, err)
 	}
+	vfs.lead = newLeaderSyncs()
 	openLogs.Add(1)
-	w, err := wal.Open(path, wal.WithLogger(logger.Named("wal")), wal.WithSegmentFiler(segment.NewFiler(path, vfs)))
+	w, err := wal.Open(path, wal.WithLogger(logger.Named("wal")), wal.WithSegmentFiler(segment.NewFiler(path, vfs)),
+		wal.WithMetaStore(flushingMeta{MetaStore: &metadb.BoltMetaDB{}, syncs: vfs.lead}))
 	if err != nil {
 		openLogs.Add(-1)
+		_ = vfs.lead.close()
 		return walStore{}, fmt.Errorf("cluster: open log %s: %w", path, err)
 	}
-	return walStore{WAL: w, syncs: vfs.stats, closed: new(atomic.Bool)}, nil
+	return walStore{WAL: w, syncs: vfs.stats, lead: vfs.lead, closed: new(atomic.Bool)}, nil
 }
 
-// Close closes the log, once.
+// Close closes the log, once, after its deferred fsyncs.
 func (w walStore) Close() error {
 	if w.closed.Swap(true) {
 		return nil
 	}
 	openLogs.Add(-1)
-	return w.WAL.Close()
+	serr := w.lead.close()
+	if err := w.WAL.Close(); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("cluster: close log: %w", serr)
+	}
+	return nil
 }
 
 func boltToWAL(dir string, bolt *raftboltdb.BoltStore, logger hclog.Logger) error {

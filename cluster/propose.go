@@ -331,8 +331,10 @@ func (n *Node) runProposer() {
 // writes queued by then, and everything arriving during the fsync would wait
 // for the entry after it. So after a hand-over the proposer waits:
 //
-//  1. until the log store has finished a write after it (the leader loop has
-//     stored the entry and is free again; storeNotifier tells);
+//  1. until the log store has finished a write after it, fsync included
+//     (storeNotifier tells; when the leader defers its fsync, leadersync.go,
+//     the syncer tells once the fsync is done, so entries gather as many
+//     writes as when the leader loop was held by it);
 //  2. then, briefly, for the writers of that entry to come back: until the
 //     entry is applied and nine in ten of its requests are queued again (on
 //     top of those queued meanwhile). Busy clients answer within
@@ -426,15 +428,27 @@ type storeNotifier struct {
 	count  atomic.Uint64
 	signal chan struct{} // capacity 1
 
+	// lead, when set, lets a leader's batch be stored with its fsync
+	// deferred (leadersync.go); such a store is counted when its fsync
+	// is done (durable), which is what the pacing waits for.
+	lead *leaderSyncs
+
 	// Entries and data bytes stored (log retention, retention.go).
 	entries, bytes atomic.Uint64
 }
 
 func (s *storeNotifier) StoreLogs(logs []*raft.Log) error {
 	// Timed here, whichever store is below (raft-boltdb times only itself,
-	// raft-wal reports to no go-metrics): the fsync time operators watch.
+	// raft-wal reports to no go-metrics): the fsync time operators watch
+	// (a leader's write alone when its fsync is deferred).
 	defer gometrics.MeasureSince(storeLogsKey, time.Now())
-	err := s.LogStore.StoreLogs(logs)
+	var err error
+	deferred := false
+	if s.lead != nil {
+		deferred, err = s.lead.store(s.LogStore, logs)
+	} else {
+		err = s.LogStore.StoreLogs(logs)
+	}
 	if err == nil {
 		var b int
 		for _, l := range logs {
@@ -443,12 +457,19 @@ func (s *storeNotifier) StoreLogs(logs []*raft.Log) error {
 		s.entries.Add(uint64(len(logs)))
 		s.bytes.Add(uint64(b))
 	}
-	s.count.Add(1)
+	if !deferred {
+		s.stored(1)
+	}
+	return err
+}
+
+// stored counts batches whose store (fsync included) is done.
+func (s *storeNotifier) stored(batches uint64) {
+	s.count.Add(batches)
 	select {
 	case s.signal <- struct{}{}:
 	default:
 	}
-	return err
 }
 
 // storeLogsKey is exported as raftset_log_store_logs_seconds.

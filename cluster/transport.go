@@ -144,7 +144,15 @@ func (n *Node) openNetworkTransport() (raft.Transport, error) {
 		}
 		return nil, err
 	}
-	return guardedTransport{trans, &n.heartbeats}, nil
+	gt := guardedTransport{NetworkTransport: trans, guard: &n.heartbeats}
+	if w, ok := n.walLog.(walStore); ok {
+		// This transport holds the replies that a deferred fsync needs
+		// held (leadersync.go): the leader may defer.
+		gt.lead = w.lead
+		n.stores.lead = w.lead
+		w.lead.enable(n.mayDeferSync, n.stores.stored)
+	}
+	return gt, nil
 }
 
 // plainStream is the unauthenticated Raft port (loopback, or protected

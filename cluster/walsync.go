@@ -81,6 +81,9 @@ type syncFS struct {
 	stats      *syncStats
 	alone      func() bool
 	quickBelow time.Duration
+	// lead defers the fsyncs of a leader's batches (leadersync.go); nil
+	// for a log that never defers (a migration's copy).
+	lead *leaderSyncs
 }
 
 func newSyncFS(stats *syncStats) syncFS {
@@ -117,6 +120,10 @@ type syncFile struct {
 }
 
 func (f *syncFile) Sync() error {
+	if f.firstDone && f.fs.lead != nil && f.fs.lead.deferring.Load() {
+		f.fs.lead.markDirty(f)
+		return nil
+	}
 	if f.firstDone && f.fs.stats.holdP(f.fs.alone(), f.fs.quickBelow) {
 		start := time.Now()
 		if held, err := fsyncHoldingP(f.WritableFile); held {
@@ -129,6 +136,15 @@ func (f *syncFile) Sync() error {
 	}
 	err := f.WritableFile.Sync()
 	f.firstDone = f.firstDone || err == nil
+	f.fs.stats.add(false, 0)
+	return err
+}
+
+// syncDeferred is the syncer's fsync of a file whose Sync was deferred. It
+// never holds the P: the point of deferring is that the leader's loop and
+// its replicators run during the fsync.
+func (f *syncFile) syncDeferred() error {
+	err := f.WritableFile.Sync()
 	f.fs.stats.add(false, 0)
 	return err
 }
