@@ -336,8 +336,9 @@ func (n *Node) runProposer() {
 //     the syncer tells once the fsync is done, so entries gather as many
 //     writes as when the leader loop was held by it);
 //  2. then, briefly, for the writers of that entry to come back: until the
-//     entry is applied and nine in ten of its requests are queued again (on
-//     top of those queued meanwhile). Busy clients answer within
+//     entry is applied and nine in ten of its requests (all of them when
+//     followers must store it: returnAll) are queued again (on top of those
+//     queued meanwhile). Busy clients answer within
 //     microseconds, and waiting for them merges the two half-groups that
 //     would otherwise alternate between fsyncs into one, so entries grow
 //     and fsyncs are fewer. This wait is bounded by gatherFactor times the
@@ -378,8 +379,13 @@ func (w *writer) pace() {
 	w.paceTimer.Stop()
 	w.paceTimer.Reset(min(gatherFactor*stored, paceMax))
 	// Writers queued now are others (they cannot have had their reply from
-	// this entry yet): wait for them plus most of this entry's.
-	want := w.queued() + len(fl.parts)*9/10
+	// this entry yet): wait for them plus most of this entry's, or all of
+	// them when a follower's store is part of the cycle (returnAll).
+	back := len(fl.parts) * 9 / 10
+	if returnAll(n) {
+		back = len(fl.parts)
+	}
+	want := w.queued() + back
 	select {
 	case <-fl.done:
 	case <-w.paceTimer.C:
@@ -397,6 +403,19 @@ func (w *writer) pace() {
 			return
 		}
 	}
+}
+
+// returnAll reports whether the pace waits for every writer of an entry
+// to come back rather than nine in ten: when an entry commits only after a
+// follower stored it. The cycle is then long (two fsyncs and a round trip),
+// a writer that misses an entry waits a whole cycle, and the last tenth
+// costs little to wait for: three nodes at SADD -P1 -c50 gained about 4%
+// with all fifty (45 → 50 ops per entry). A sole voter's cycle is short, and
+// waiting for its last writers lengthened it by more than they added (one
+// node at -P1 lost 12%: docs/benchmarks.md, session 19, "Gathering all of
+// an entry's writers").
+func returnAll(n *Node) bool {
+	return !n.soleVoter()
 }
 
 func (w *writer) queued() int {
