@@ -57,19 +57,33 @@ type guardedTransport struct {
 	// lead, when set, holds a follower's successful reply to entries
 	// until the leader's deferred fsyncs of them are done (leadersync.go).
 	lead *leaderSyncs
+	// acks records when the requests peers answered with success were
+	// sent, for the read path's leadership check (freshacks.go).
+	acks *freshAcks
 }
 
 func (t guardedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	if t.lead == nil || len(args.Entries) == 0 {
-		return t.NetworkTransport.AppendEntries(id, target, args, resp)
+	var sent int64
+	if t.acks != nil {
+		sent = t.acks.now()
 	}
-	// Every entry in args was written before the request: the mark
-	// taken now covers them.
-	mark := t.lead.writtenMark()
+	// Every entry in args was written before the request: the mark taken
+	// now covers them.
+	hold := t.lead != nil && len(args.Entries) > 0
+	var mark uint64
+	if hold {
+		mark = t.lead.writtenMark()
+	}
 	if err := t.NetworkTransport.AppendEntries(id, target, args, resp); err != nil {
 		return err
 	}
-	if resp.Success {
+	if !resp.Success {
+		return nil
+	}
+	if t.acks != nil {
+		t.acks.record(id, sent)
+	}
+	if hold {
 		if err := t.lead.waitDurable(mark); err != nil {
 			return fmt.Errorf("append entries to %s: the leader's own fsync: %w", id, err)
 		}

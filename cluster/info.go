@@ -301,6 +301,7 @@ func (n *Node) infoRaft(stats map[string]string) InfoSection {
 		kv("raft_avg_ops_per_entry", avg),
 		kv("raft_read_barriers", itoa(n.st.readBarriers.Load())),
 		kv("raft_read_stall_refusals", itoa(n.stall.refused.Load())),
+		kv("raft_read_stale_ack_refusals", itoa(n.staleAckRefusals())),
 		kv("raft_linearizable_reads", itoa(n.st.reads.Load())),
 		kv("raft_forwarded_write_ops", itoa(n.st.forwarded.Load())),
 		kv("raft_expired_keys_proposed", itoa(n.st.expired.Load())),

@@ -52,6 +52,7 @@ type Node struct {
 	cancel  context.CancelFunc
 	stopCh  chan struct{} // closed by Close, before Raft shuts down
 	stall   *stallWatch   // read.go's guard against replies from before a stall
+	acks    *freshAcks    // read.go: acknowledgements of requests sent after a round began; nil without the Raft port
 	stopped chan struct{} // closed once Raft has shut down
 	wg      sync.WaitGroup
 	closing sync.Once

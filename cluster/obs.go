@@ -275,6 +275,7 @@ func (n *Node) NodeStats() stats.Node {
 		ForwardedOps:      n.st.forwarded.Load(),
 		ReadIndexRounds:   n.st.readBarriers.Load(),
 		ReadStallRefusals: n.stall.refused.Load(),
+		ReadStaleAcks:     n.staleAckRefusals(),
 		LinearizableReads: n.st.reads.Load(),
 		ExpiredProposed:   n.st.expired.Load(),
 		Keys:              uint64(keys),

@@ -22,8 +22,9 @@ import (
 //     of its own term and applied everything before it (raft.Barrier, once
 //     per term);
 //  2. read index = Raft's commit index, taken after the read arrived;
-//  3. VerifyLeader: a quorum still follows this leader, in a round that no
-//     stall of this process overlapped (stall.go);
+//  3. VerifyLeader: a quorum still follows this leader, as shown by replies
+//     to requests sent after the round began (freshacks.go), in a round
+//     that no stall of this process overlapped (stall.go);
 //  4. the term did not change;
 //  5. wait until the state machine has applied the read index, then read.
 //
@@ -289,7 +290,18 @@ func (n *Node) confirm() (uint64, []byte) {
 	commit := n.raft.CommitIndex()
 	n.st.readBarriers.Add(1)
 	start := n.stall.now()
+	var since int64
+	if n.acks != nil {
+		since = n.acks.now()
+	}
 	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, replyReadLostLeader
+	}
+	if !n.freshQuorum(since) {
+		// VerifyLeader counted replies to requests sent before the
+		// round began, and a quorum did not answer newer ones
+		// (freshacks.go).
+		n.acks.refused.Add(1)
 		return 0, replyReadLostLeader
 	}
 	if !n.stall.trusted(start) {

@@ -144,7 +144,8 @@ func (n *Node) openNetworkTransport() (raft.Transport, error) {
 		}
 		return nil, err
 	}
-	gt := guardedTransport{NetworkTransport: trans, guard: &n.heartbeats}
+	n.acks = newFreshAcks()
+	gt := guardedTransport{NetworkTransport: trans, guard: &n.heartbeats, acks: n.acks}
 	if w, ok := n.walLog.(walStore); ok {
 		// This transport holds the replies that a deferred fsync needs
 		// held (leadersync.go): the leader may defer.

@@ -44,6 +44,7 @@ var (
 	dReadIndex = desc("raftset_read_index_rounds_total", "Leadership confirmation rounds for linearizable reads (on the leader).", "shard")
 	dLinReads  = desc("raftset_linearizable_reads_total", "Reads served after a read barrier.", "shard")
 	dReadStall = desc("raftset_read_stall_refusals_total", "Read-index rounds refused because this process had stalled (SIGSTOP, a frozen VM): their readers got -TRYAGAIN (INFO raft_read_stall_refusals).", "shard")
+	dReadStale = desc("raftset_read_stale_ack_refusals_total", "Read-index rounds refused because a quorum did not acknowledge requests sent after the round began: their readers got -TRYAGAIN (INFO raft_read_stale_ack_refusals).", "shard")
 	dExpired   = desc("raftset_expired_keys_total", "Keys the leader proposed to delete because they expired.", "shard")
 	dEvicted   = desc("raftset_evicted_keys_total", "Keys evicted for maxmemory, as applied by this replica (INFO evicted_keys).", "shard")
 	dKeys      = desc("raftset_keys", "Keys in the keyspace.", "shard")
@@ -203,7 +204,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	shardRaft.describe(ch)
 	metaRaft.describe(ch)
 	for _, d := range []*prometheus.Desc{dSnapSize, dReady, dEntries, dOps, dBatch, dForwarded, dReadIndex,
-		dLinReads, dReadStall, dExpired, dEvicted, dKeys, dKeysExp, dHeap, dRSS, dDataset, dMetaVoter, dMetaEpoch, dBalMoved,
+		dLinReads, dReadStall, dReadStale, dExpired, dEvicted, dKeys, dKeysExp, dHeap, dRSS, dDataset, dMetaVoter, dMetaEpoch, dBalMoved,
 		dBalFailed} {
 		ch <- d
 	}
@@ -255,6 +256,7 @@ func collectShard(ch chan<- prometheus.Metric, st *stats.Node) {
 	counter(ch, dReadIndex, float64(st.ReadIndexRounds), sh)
 	counter(ch, dLinReads, float64(st.LinearizableReads), sh)
 	counter(ch, dReadStall, float64(st.ReadStallRefusals), sh)
+	counter(ch, dReadStale, float64(st.ReadStaleAcks), sh)
 	counter(ch, dExpired, float64(st.ExpiredProposed), sh)
 	counter(ch, dEvicted, float64(st.EvictedKeys), sh)
 	gauge(ch, dKeys, float64(st.Keys), sh)

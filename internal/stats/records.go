@@ -53,6 +53,10 @@ type Node struct {
 	// ReadStallRefusals counts the read-index rounds refused because this
 	// process had stalled (INFO raft_read_stall_refusals).
 	ReadStallRefusals uint64
+	// ReadStaleAcks counts the read-index rounds refused because a quorum
+	// did not acknowledge requests sent after the round began (INFO
+	// raft_read_stale_ack_refusals).
+	ReadStaleAcks uint64
 	// DatasetBytes is the state machine's accounting of its dataset (INFO
 	// used_memory_dataset); EvictedKeys the keys evicted for maxmemory it
 	// applied (INFO evicted_keys).
