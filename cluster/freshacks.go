@@ -119,13 +119,7 @@ func (n *Node) freshQuorum(since int64) bool {
 	if n.acks == nil {
 		return true
 	}
-	var voters []raft.ServerID
-	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
-		if s.Suffrage == raft.Voter {
-			voters = append(voters, s.ID)
-		}
-	}
-	return n.acks.wait(since, voters, raft.ServerID(n.cfg.NodeID), freshAckWait, n.stopCh)
+	return n.acks.wait(since, n.voters(), raft.ServerID(n.cfg.NodeID), freshAckWait, n.stopCh)
 }
 
 // staleAckRefusals is INFO raft_read_stale_ack_refusals.

@@ -270,13 +270,7 @@ func (n *Node) mayDeferSync(logs []*raft.Log) bool {
 			return false
 		}
 	}
-	voters := 0
-	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
-		if s.Suffrage == raft.Voter {
-			voters++
-		}
-	}
-	return voters >= 2
+	return len(n.voters()) >= 2
 }
 
 // walDeferred is the count of batches this node stored as leader with the

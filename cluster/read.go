@@ -192,18 +192,23 @@ func (n *Node) soloReadIndex() (uint64, bool) {
 // soleVoter reports whether this node is the only voter of Raft's latest
 // configuration (the one in effect, committed or not).
 func (n *Node) soleVoter() bool {
+	v := n.voters()
+	return len(v) == 1 && string(v[0]) == n.cfg.NodeID
+}
+
+// voters lists the voters of Raft's latest configuration.
+func (n *Node) voters() []raft.ServerID {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
-		return false
+		return nil
 	}
-	voters, self := 0, false
+	var ids []raft.ServerID
 	for _, s := range f.Configuration().Servers {
 		if s.Suffrage == raft.Voter {
-			voters++
-			self = self || string(s.ID) == n.cfg.NodeID
+			ids = append(ids, s.ID)
 		}
 	}
-	return voters == 1 && self
+	return ids
 }
 
 // waitApplied is step 5: wait until the state machine applied target.
